@@ -1,0 +1,3 @@
+"""wirespeed: take a small GPU cluster's interconnect from "cabled" to "commissioned"."""
+
+__version__ = "0.1.0"

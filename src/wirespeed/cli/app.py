@@ -1,0 +1,310 @@
+"""The command line: parse arguments, call the engine, render. Errors become one line and an exit status."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from wirespeed import __version__
+from wirespeed.cli.output import Environment, Output
+from wirespeed.core.errors import UsageError, WirespeedError
+from wirespeed.core.outcome import worst_exit_status
+from wirespeed.core.units import parse_rate_bps
+from wirespeed.engine.clusters import resolve_cluster
+from wirespeed.engine.remote import Remote, check_agents
+from wirespeed.ui import render
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 120}
+
+
+class Ctx:
+    """Per-invocation state handed to every command."""
+
+    def __init__(self, env: Environment, debug: bool) -> None:
+        self.env = env
+        self.debug = debug
+
+    def output(self, json_mode: bool) -> Output:
+        return Output(self.env, json_mode)
+
+
+pass_ctx = click.make_pass_decorator(Ctx)
+
+
+def json_option(func: Any) -> Any:
+    return click.option("--json", "json_mode", is_flag=True, help="Machine output on stdout; messages on stderr.")(func)
+
+
+def cluster_options(func: Any) -> Any:
+    func = click.option("--user", "-l", help="User for --hosts entries without user@.")(func)
+    func = click.option("--hosts", help="Comma-separated hosts (user@host:port allowed) instead of a cluster file.")(
+        func
+    )
+    func = click.option(
+        "--cluster",
+        "cluster_file",
+        type=click.Path(path_type=Path),
+        help="Cluster file (TOML) naming the nodes.",
+    )(func)
+    return func
+
+
+@click.group(context_settings=CONTEXT)
+@click.version_option(__version__, "--version", "-V", prog_name="wirespeed", message="%(prog)s %(version)s")
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """wirespeed: commission and measure a GPU cluster's interconnect (TCP, RDMA, NCCL) at the wire."""
+    if ctx.obj is None:
+        ctx.obj = Ctx(Environment(), debug)
+    else:
+        ctx.obj.debug = ctx.obj.debug or debug
+
+
+# ---------------------------------------------------------------------------------------------------------- exec
+@cli.command("exec", context_settings={**CONTEXT, "ignore_unknown_options": True})
+@cluster_options
+@click.option("--timeout", "timeout_s", type=float, default=60.0, show_default=True, help="Seconds per node.")
+@json_option
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@pass_ctx
+def exec_cmd(
+    ctx: Ctx,
+    cluster_file: Path | None,
+    hosts: str | None,
+    user: str | None,
+    timeout_s: float,
+    json_mode: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Run COMMAND on every node at once (write `--` before it) and show each node's result."""
+    out = ctx.output(json_mode)
+    resolved = resolve_cluster(cluster_file, hosts, user)
+    if resolved.note:
+        out.message(f"wirespeed: {resolved.note}")
+    remote = Remote(resolved.cluster)
+    results = remote.run_all(list(command), timeout_s=timeout_s)
+    if json_mode:
+        out.data({"cluster": resolved.cluster.name, "results": [r.to_json() for r in results]})
+    else:
+        out.console.print(render.exec_results(results))
+    for result in results:
+        if not result.ok:
+            out.message(f"wirespeed: {result.message}" + (f" (hint: {result.hint})" if result.hint else ""))
+    raise SystemExit(worst_exit_status(results))
+
+
+# --------------------------------------------------------------------------------------------------------- agent
+@cli.group("agent", context_settings=CONTEXT)
+def agent() -> None:
+    """What runs on the nodes on the controller's behalf."""
+
+
+@agent.command("check")
+@cluster_options
+@json_option
+@pass_ctx
+def agent_check(ctx: Ctx, cluster_file: Path | None, hosts: str | None, user: str | None, json_mode: bool) -> None:
+    """Check that every node has wirespeed at this version (later commands run `wirespeed agent ...` there)."""
+    out = ctx.output(json_mode)
+    resolved = resolve_cluster(cluster_file, hosts, user)
+    if resolved.note:
+        out.message(f"wirespeed: {resolved.note}")
+    checks = check_agents(Remote(resolved.cluster))
+    if json_mode:
+        out.data([{"node": c.node, "ok": c.ok, "version": c.version, "message": c.message} for c in checks])
+    else:
+        for check in checks:
+            out.console.print(("ok    " if check.ok else "FAIL  ") + check.message, markup=False)
+    raise SystemExit(0 if all(c.ok for c in checks) else 1)
+
+
+# ------------------------------------------------------------------------------------------------------- testbed
+@cli.group("testbed", context_settings=CONTEXT)
+def testbed() -> None:
+    """The emulated cluster: DGX Spark nodes in network namespaces, with sshd, shaped links and faults."""
+
+
+prefix_option = click.option(
+    "--prefix", default="spark-", show_default=True, help="Name prefix: nodes are PREFIX1..PREFIXN."
+)
+
+
+@testbed.command("up")
+@prefix_option
+@click.option("--nodes", "-n", type=int, default=None, help="Number of nodes (direct: 2, ring: 3, switch: 2-16).")
+@click.option("--topology", type=click.Choice(["direct", "ring", "switch"]), default="direct", show_default=True)
+@click.option("--cables", type=click.IntRange(1, 2), default=1, show_default=True, help="Cabled ports per node.")
+@click.option("--half-rate", default="1gbit", show_default=True, help="tc rate of each PCIe half (tc units).")
+@click.option("--mtu", type=int, default=9000, show_default=True, help="MTU of the fabric interfaces.")
+@click.option("--switch-mtu", type=int, default=None, help="MTU of the switch ports (default: --mtu).")
+@json_option
+@pass_ctx
+def testbed_up(
+    ctx: Ctx,
+    prefix: str,
+    nodes: int | None,
+    topology: str,
+    cables: int,
+    half_rate: str,
+    mtu: int,
+    switch_mtu: int | None,
+    json_mode: bool,
+) -> None:
+    """Create the emulated cluster (or recover a half-built one) and write its cluster file."""
+    from wirespeed.testbed import build
+
+    out = ctx.output(json_mode)
+    count = nodes if nodes is not None else {"direct": 2, "ring": 3, "switch": 4}[topology]
+    state = build.up(
+        prefix=prefix,
+        nodes=count,
+        topology=topology,
+        cables=cables,
+        half_rate_bps=parse_rate_bps(half_rate),
+        mtu=mtu,
+        switch_mtu=switch_mtu,
+        progress=lambda text: out.message(f"testbed: {text}"),
+    )
+    status = build.status(prefix)
+    if json_mode:
+        out.data(status)
+    else:
+        out.console.print(render.testbed_status(status))
+    raise SystemExit(0 if state.phase == "up" else 1)
+
+
+@testbed.command("down")
+@prefix_option
+@json_option
+@pass_ctx
+def testbed_down(ctx: Ctx, prefix: str, json_mode: bool) -> None:
+    """Remove everything the testbed made (namespaces, links, processes, files). Safe to repeat."""
+    from wirespeed.testbed import build
+
+    out = ctx.output(json_mode)
+    report = build.down(prefix)
+    if json_mode:
+        out.data(report.to_json())
+    elif report.namespaces or report.files:
+        out.message(f"testbed: removed {len(report.namespaces)} namespace(s), stopped {len(report.killed)} process(es)")
+    else:
+        out.message(f"testbed: nothing to remove for {prefix!r}")
+
+
+@testbed.command("status")
+@prefix_option
+@json_option
+@pass_ctx
+def testbed_status(ctx: Ctx, prefix: str, json_mode: bool) -> None:
+    """Show the testbed: nodes, interfaces, cabling, shaping, faults and health."""
+    from wirespeed.testbed import build
+
+    out = ctx.output(json_mode)
+    status = build.status(prefix)
+    if json_mode:
+        out.data(status)
+    else:
+        out.console.print(render.testbed_status(status))
+    raise SystemExit(0 if status["phase"] == "up" else 1)
+
+
+@testbed.command("fault")
+@prefix_option
+@click.argument("node")
+@click.argument("iface")
+@click.option("--mtu", type=int, help="Set this MTU on the half (or switch port).")
+@click.option("--down", "down_", is_flag=True, help="Take the half down.")
+@click.option("--unaddress", is_flag=True, help="Remove its IPv4 address.")
+@click.option("--ipv6", type=click.Choice(["on", "off"]), help="Turn IPv6 on or off on it.")
+@click.option("--rate", help="Degrade it to this tc rate (e.g. 300mbit).")
+@click.option("--revert", is_flag=True, help="Undo every fault on it: back to the planned state.")
+@json_option
+@pass_ctx
+def testbed_fault(
+    ctx: Ctx,
+    prefix: str,
+    node: str,
+    iface: str,
+    mtu: int | None,
+    down_: bool,
+    unaddress: bool,
+    ipv6: str | None,
+    rate: str | None,
+    revert: bool,
+    json_mode: bool,
+) -> None:
+    """Inject a fault on NODE's half IFACE (NODE may be `switch` with a switch port), or --revert it."""
+    from wirespeed.testbed import build
+
+    out = ctx.output(json_mode)
+    if revert:
+        if any((mtu is not None, down_, unaddress, ipv6, rate)):
+            raise UsageError("--revert takes no other fault option")
+        result = build.revert(prefix, node, iface)
+    else:
+        change = build.Fault(
+            mtu=mtu,
+            down=down_,
+            unaddress=unaddress,
+            ipv6=None if ipv6 is None else ipv6 == "on",
+            rate_bps=parse_rate_bps(rate) if rate else None,
+        )
+        result = build.fault(prefix, node, iface, change)
+    if json_mode:
+        out.data(result)
+    else:
+        out.message(f"testbed: {result['target']}: {result.get('fault', result.get('reverted'))}")
+
+
+@testbed.command("exec", context_settings={**CONTEXT, "ignore_unknown_options": True})
+@prefix_option
+@click.argument("node")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@pass_ctx
+def testbed_exec(ctx: Ctx, prefix: str, node: str, command: tuple[str, ...]) -> None:
+    """Run COMMAND inside NODE directly (no ssh), with its terminal: for poking at the testbed."""
+    import subprocess
+
+    from wirespeed.testbed import build
+
+    state = build.require_state(prefix)
+    state.plan.node(node)
+    completed = subprocess.run(build.node_argv(state, node, list(command)), check=False)
+    raise SystemExit(completed.returncode)
+
+
+# ------------------------------------------------------------------------------------------------- entry points
+def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> int:
+    """Run the CLI and return its exit status; the only place exceptions become messages."""
+    env = env or Environment()
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    ctx_obj = Ctx(env, debug)
+    try:
+        cli.main(args=args, prog_name="wirespeed", standalone_mode=False, obj=ctx_obj)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        env.stderr.write(f"wirespeed: error: {exc.format_message()}\n")
+        return exc.exit_code
+    except click.exceptions.Abort:
+        env.stderr.write("wirespeed: aborted\n")
+        return 130
+    except WirespeedError as exc:
+        if ctx_obj.debug:
+            raise
+        env.stderr.write(f"wirespeed: error: {exc}\n")
+        return exc.exit_status
+    except KeyboardInterrupt:
+        env.stderr.write("wirespeed: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 141
+    return 0

@@ -1,0 +1,233 @@
+"""The cluster inventory: which nodes exist and how to reach them.
+
+A cluster file is TOML:
+
+    [cluster]
+    name = "lab"
+    ssh_config = "~/.ssh/config"      # optional: passed to ssh as -F
+
+    [[nodes]]
+    name = "spark-1"                  # what wirespeed calls the node
+    host = "198.18.0.11"              # ssh destination (address or ssh_config alias); "localhost" runs locally
+    user = "alice"                    # optional, else ssh's own default
+    port = 22                         # optional
+    ssh_options = ["-i", "~/.ssh/id_wirespeed"]   # optional, given to ssh as they are
+    agent = ["/opt/wirespeed/bin/wirespeed"]      # optional argv that starts wirespeed on that node
+
+Parsing is pure: text in, `Cluster` out, `InventoryError` naming the file and line otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+
+from wirespeed.core.errors import InventoryError
+
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+_NODE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+_HOST_RE = re.compile(r"^[A-Za-z0-9_.:%\[\]-]+$")
+_USER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
+DEFAULT_AGENT: tuple[str, ...] = ("wirespeed",)
+
+
+@dataclass(frozen=True)
+class Node:
+    """One machine of the cluster and how to reach it."""
+
+    name: str
+    host: str
+    user: str | None = None
+    port: int | None = None
+    ssh_options: tuple[str, ...] = ()
+    agent: tuple[str, ...] = DEFAULT_AGENT
+
+    @property
+    def is_local(self) -> bool:
+        """Local nodes run commands directly, without ssh."""
+        return self.host in LOCAL_HOSTS and not self.user and not self.port and not self.ssh_options
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """The nodes a command acts on, and where that list came from (shown to the user)."""
+
+    name: str
+    nodes: tuple[Node, ...]
+    source: str
+    ssh_config: str | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def node(self, name: str) -> Node:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise InventoryError(f"{self.source}: no node named {name!r}", hint=f"nodes are: {', '.join(self.names)}")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(node.name for node in self.nodes)
+
+
+def _line_of(text: str, needle: str) -> int | None:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if needle in line:
+            return number
+    return None
+
+
+def _where(source: str, text: str, needle: str | None) -> str:
+    line = _line_of(text, needle) if needle else None
+    return f"{source}:{line}" if line else source
+
+
+def _string(value: object, what: str, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise InventoryError(f"{where}: {what} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _string_list(value: object, what: str, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+        raise InventoryError(f"{where}: {what} must be a list of non-empty strings, got {value!r}")
+    return tuple(value)
+
+
+def validate_node(node: Node, where: str) -> Node:
+    """Reject names that could be mistaken for ssh options or that ssh would not accept."""
+    if not _NODE_NAME_RE.match(node.name):
+        raise InventoryError(
+            f"{where}: node name {node.name!r} is not valid",
+            hint="use letters, digits, '.', '_' or '-', starting with a letter or digit",
+        )
+    if node.host.startswith("-") or not _HOST_RE.match(node.host):
+        raise InventoryError(f"{where}: node {node.name}: host {node.host!r} is not a host name or address")
+    if node.user is not None and not _USER_RE.match(node.user):
+        raise InventoryError(f"{where}: node {node.name}: user {node.user!r} is not a valid user name")
+    if node.port is not None and not 0 < node.port < 65536:
+        raise InventoryError(f"{where}: node {node.name}: port {node.port} is out of range")
+    if not node.agent:
+        raise InventoryError(f"{where}: node {node.name}: agent must name a command")
+    return node
+
+
+def parse_cluster_toml(text: str, source: str) -> Cluster:
+    """Parse a cluster file; every error names `source` and, where it can, the line."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InventoryError(f"{source}: not valid TOML: {exc}", hint="see `wirespeed --help` for the format") from None
+    header = data.get("cluster", {})
+    if not isinstance(header, dict):
+        raise InventoryError(f"{source}: [cluster] must be a table")
+    raw_nodes = data.get("nodes")
+    if not isinstance(raw_nodes, list) or not raw_nodes:
+        raise InventoryError(
+            f"{source}: no [[nodes]] entries",
+            hint='add one [[nodes]] table per node with name = "..." and host = "..."',
+        )
+    nodes: list[Node] = []
+    for index, raw in enumerate(raw_nodes, start=1):
+        if not isinstance(raw, dict):
+            raise InventoryError(f"{source}: nodes entry {index} must be a table")
+        name_value = raw.get("name")
+        where = _where(source, text, f'"{name_value}"' if isinstance(name_value, str) else None)
+        where = where if where != source else f"{source} (node {index})"
+        unknown = set(raw) - {"name", "host", "user", "port", "ssh_options", "agent"}
+        if unknown:
+            raise InventoryError(
+                f"{where}: unknown key(s) {', '.join(sorted(unknown))}",
+                hint="keys are name, host, user, port, ssh_options, agent",
+            )
+        name = _string(raw.get("name"), "name", where)
+        port = raw.get("port")
+        if port is not None and (not isinstance(port, int) or isinstance(port, bool)):
+            raise InventoryError(f"{where}: node {name}: port must be an integer, got {port!r}")
+        node = Node(
+            name=name,
+            host=_string(raw.get("host", name), "host", where),
+            user=_string(raw["user"], "user", where) if "user" in raw else None,
+            port=port,
+            ssh_options=_string_list(raw.get("ssh_options", []), "ssh_options", where),
+            agent=_string_list(raw["agent"], "agent", where) if "agent" in raw else DEFAULT_AGENT,
+        )
+        nodes.append(validate_node(node, where))
+    duplicates = sorted({n.name for n in nodes if [m.name for m in nodes].count(n.name) > 1})
+    if duplicates:
+        raise InventoryError(f"{source}: node name(s) used twice: {', '.join(duplicates)}")
+    ssh_config = header.get("ssh_config")
+    if ssh_config is not None:
+        ssh_config = _string(ssh_config, "cluster.ssh_config", source)
+    name = header.get("name", "cluster")
+    extra = {k: str(v) for k, v in header.items() if k not in {"name", "ssh_config"}}
+    return Cluster(
+        name=_string(name, "cluster.name", source),
+        nodes=tuple(nodes),
+        source=source,
+        ssh_config=ssh_config,
+        extra=extra,
+    )
+
+
+def parse_host_list(spec: str, user: str | None = None) -> Cluster:
+    """`--hosts a,b,user@c:2222` → a cluster; the node name is the host as written (without user/port)."""
+    nodes: list[Node] = []
+    for item in (part.strip() for part in spec.split(",")):
+        if not item:
+            continue
+        node_user = user
+        if "@" in item:
+            node_user, item = item.split("@", 1)
+        port: int | None = None
+        if item.count(":") == 1:
+            item, port_text = item.split(":")
+            if not port_text.isdigit():
+                raise InventoryError(f"--hosts: {port_text!r} is not a port number in {spec!r}")
+            port = int(port_text)
+        nodes.append(validate_node(Node(name=item, host=item, user=node_user or None, port=port), "--hosts"))
+    if not nodes:
+        raise InventoryError("--hosts: no hosts given", hint="write --hosts node1,node2")
+    names = [n.name for n in nodes]
+    if len(set(names)) != len(names):
+        raise InventoryError(f"--hosts: a host is listed twice in {spec!r}")
+    return Cluster(name="hosts", nodes=tuple(nodes), source="--hosts")
+
+
+def local_cluster() -> Cluster:
+    """The fallback when no cluster is named: this machine alone."""
+    return Cluster(name="local", nodes=(Node(name="localhost", host="localhost"),), source="localhost")
+
+
+def _toml_string(value: str) -> str:
+    # JSON string escapes are a subset of TOML basic-string escapes.
+    return json.dumps(value)
+
+
+def _toml_list(values: tuple[str, ...]) -> str:
+    return "[" + ", ".join(_toml_string(v) for v in values) + "]"
+
+
+def render_cluster_toml(cluster: Cluster, comment: str | None = None) -> str:
+    """Write a cluster file that `parse_cluster_toml` reads back to the same `Cluster`."""
+    lines: list[str] = []
+    if comment:
+        lines += [f"# {line}" for line in comment.splitlines()] + [""]
+    lines.append("[cluster]")
+    lines.append(f"name = {_toml_string(cluster.name)}")
+    if cluster.ssh_config:
+        lines.append(f"ssh_config = {_toml_string(cluster.ssh_config)}")
+    for key, value in sorted(cluster.extra.items()):
+        lines.append(f"{key} = {_toml_string(value)}")
+    for node in cluster.nodes:
+        lines += ["", "[[nodes]]", f"name = {_toml_string(node.name)}", f"host = {_toml_string(node.host)}"]
+        if node.user:
+            lines.append(f"user = {_toml_string(node.user)}")
+        if node.port:
+            lines.append(f"port = {node.port}")
+        if node.ssh_options:
+            lines.append(f"ssh_options = {_toml_list(node.ssh_options)}")
+        if node.agent != DEFAULT_AGENT:
+            lines.append(f"agent = {_toml_list(node.agent)}")
+    return "\n".join(lines) + "\n"

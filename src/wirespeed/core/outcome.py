@@ -1,0 +1,150 @@
+"""What happened when a command ran on a node, classified so each failure reads as one clear line.
+
+Pure: the execution layer hands in the exit status and stderr; this module decides what they mean.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Status(StrEnum):
+    """Outcome of one command on one node; each failure kind has its own wording and hint."""
+
+    OK = "ok"
+    FAILED = "failed"  # the command ran and exited non-zero
+    NOT_FOUND = "command-not-found"
+    TIMED_OUT = "timed-out"
+    UNREACHABLE = "unreachable"
+    AUTH_FAILED = "auth-failed"
+    HOST_KEY = "host-key-mismatch"
+
+
+# ssh exits 255 for its own errors; stderr says which. Order matters: the first match wins.
+_SSH_ERRORS: tuple[tuple[re.Pattern[str], Status, str, str], ...] = (
+    (
+        re.compile(r"Permission denied|Too many authentication failures|no matching host key type", re.I),
+        Status.AUTH_FAILED,
+        "authentication failed",
+        "check the user name and that your key is in the node's authorized_keys (ssh {dest} by hand to see)",
+    ),
+    (
+        re.compile(r"Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED", re.I),
+        Status.HOST_KEY,
+        "host key not trusted",
+        "confirm the node's host key and add it to known_hosts (ssh {dest} once by hand)",
+    ),
+    (
+        re.compile(
+            r"Connection refused|No route to host|Connection timed out|timed out during banner|"
+            r"Network is unreachable|Could not resolve hostname|Name or service not known|"
+            r"Connection closed by|Connection reset|kex_exchange_identification|Temporary failure in name",
+            re.I,
+        ),
+        Status.UNREACHABLE,
+        "unreachable",
+        "check that the node is up, the address is right and sshd runs there",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """One command's outcome on one node. `message` is the one line a person reads."""
+
+    node: str
+    argv: tuple[str, ...]
+    status: Status
+    returncode: int | None
+    stdout: str
+    stderr: str
+    duration_s: float
+    message: str
+    hint: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "node": self.node,
+            "argv": list(self.argv),
+            "status": self.status.value,
+            "returncode": self.returncode,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "duration_s": round(self.duration_s, 3),
+            "message": self.message,
+            "hint": self.hint,
+        }
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def classify(
+    *,
+    node: str,
+    argv: tuple[str, ...],
+    returncode: int | None,
+    stdout: str,
+    stderr: str,
+    duration_s: float,
+    timed_out: bool,
+    timeout_s: float | None,
+    via_ssh: bool,
+    destination: str,
+    spawn_failed: str | None = None,
+) -> CommandResult:
+    """Turn a finished process into a `CommandResult` with a one-line message naming the node.
+
+    `spawn_failed` is the error when the local program (ssh itself, or the command for a local node) could
+    not be started at all.
+    """
+    program = argv[0] if argv else "?"
+
+    def result(status: Status, message: str, hint: str | None = None) -> CommandResult:
+        return CommandResult(node, argv, status, returncode, stdout, stderr, duration_s, f"{node}: {message}", hint)
+
+    if spawn_failed is not None:
+        if via_ssh:
+            return result(Status.NOT_FOUND, f"cannot start ssh: {spawn_failed}", "install openssh-client")
+        return result(Status.NOT_FOUND, f"command not found: {program}", f"install {program} on {node}")
+    if timed_out:
+        return result(
+            Status.TIMED_OUT,
+            f"timed out after {timeout_s:g} s running {program}",
+            "raise --timeout or check what the command waits for",
+        )
+    if returncode == 0:
+        return result(Status.OK, "ok")
+    if via_ssh and returncode == 255:
+        for pattern, status, what, hint in _SSH_ERRORS:
+            if pattern.search(stderr):
+                detail = _last_line(stderr)
+                return result(status, f"{what} ({destination}): {detail}", hint.format(dest=destination))
+    if returncode == 127:
+        return result(Status.NOT_FOUND, f"command not found: {program}", f"install {program} on {node}")
+    if returncode == 126:
+        return result(Status.NOT_FOUND, f"command not executable: {program}", f"check permissions of {program}")
+    detail = _last_line(stderr) or _last_line(stdout)
+    suffix = f": {detail}" if detail else ""
+    if returncode is not None and returncode < 0:
+        return result(Status.FAILED, f"{program} killed by signal {-returncode}{suffix}")
+    return result(Status.FAILED, f"{program} exited with status {returncode}{suffix}")
+
+
+def worst_exit_status(results: list[CommandResult]) -> int:
+    """The exit status of a many-node command: 0 if all succeeded, else the highest non-zero code seen."""
+    worst = 0
+    for item in results:
+        if item.ok:
+            continue
+        code = item.returncode if item.status is Status.FAILED and item.returncode and item.returncode > 0 else 1
+        worst = max(worst, code)
+    return worst

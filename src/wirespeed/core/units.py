@@ -1,0 +1,43 @@
+"""Units in one place: rates are bits per second internally, and every conversion is named for its units.
+
+Traps this module exists for (see shared fixtures README): tc and iperf3 use SI prefixes (1gbit = 10^9 bit/s);
+perftest's `MB/sec` is MiB/s (2^20 B/s); nccl-tests algbw/busbw are GB/s (10^9 B/s).
+"""
+
+from __future__ import annotations
+
+import re
+
+from wirespeed.core.errors import UsageError
+
+_RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(bit|bps|b/s)?\s*$", re.IGNORECASE)
+_SI = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+
+
+def parse_rate_bps(text: str) -> int:
+    """Parse a tc-style rate ("1gbit", "500mbit", "2.5G", "100000000") into bits per second (SI prefixes)."""
+    match = _RATE_RE.match(text)
+    if not match:
+        raise UsageError(f"not a rate: {text!r}", hint="use tc units such as 1gbit, 500mbit or 100000000")
+    value = float(match.group(1)) * _SI[match.group(2).lower()]
+    if value <= 0:
+        raise UsageError(f"rate must be positive: {text!r}")
+    return round(value)
+
+
+def tc_rate(bits_per_second: int) -> str:
+    """Render a rate for `tc` without loss: tc reads `bit` as bits per second."""
+    return f"{bits_per_second}bit"
+
+
+def bps_to_gbps(bits_per_second: float) -> float:
+    """Bits per second to Gb/s (10^9 bit/s)."""
+    return bits_per_second / 1e9
+
+
+def format_rate(bits_per_second: float) -> str:
+    """Human rate with an explicit unit: 1.00 Gb/s, 940 Mb/s."""
+    for unit, scale in (("Tb/s", 1e12), ("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
+        if abs(bits_per_second) >= scale:
+            return f"{bits_per_second / scale:.2f} {unit}"
+    return f"{bits_per_second:.0f} b/s"

@@ -1,0 +1,45 @@
+"""Which nodes a command acts on: --cluster FILE, --hosts LIST, an up testbed, or this machine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from wirespeed.core.errors import InventoryError, UsageError
+from wirespeed.core.inventory import Cluster, local_cluster, parse_cluster_toml, parse_host_list
+
+
+@dataclass(frozen=True)
+class ResolvedCluster:
+    cluster: Cluster
+    note: str | None  # said on stderr when the choice was implicit
+
+
+def load_cluster_file(path: Path) -> Cluster:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise InventoryError(f"{path}: cluster file not found", hint="check the path given to --cluster") from None
+    except OSError as exc:
+        raise InventoryError(f"{path}: cannot read cluster file: {exc.strerror}") from None
+    return parse_cluster_toml(text, str(path))
+
+
+def resolve_cluster(cluster_file: Path | None, hosts: str | None, user: str | None = None) -> ResolvedCluster:
+    """Explicit beats implicit; with nothing given, an up testbed is used (and said), else localhost."""
+    if cluster_file and hosts:
+        raise UsageError("give --cluster or --hosts, not both")
+    if cluster_file:
+        return ResolvedCluster(load_cluster_file(cluster_file), None)
+    if hosts:
+        return ResolvedCluster(parse_host_list(hosts, user), None)
+    from wirespeed.testbed.build import find_up_testbeds
+
+    up = find_up_testbeds()
+    if len(up) == 1:
+        path = up[0].cluster_file
+        return ResolvedCluster(load_cluster_file(path), f"using the emulated cluster {up[0].plan.prefix!r} ({path})")
+    if len(up) > 1:
+        names = ", ".join(str(s.cluster_file) for s in up)
+        raise UsageError("several testbeds are up", hint=f"pick one with --cluster: {names}")
+    return ResolvedCluster(local_cluster(), "no --cluster or --hosts given and no testbed up: using localhost")

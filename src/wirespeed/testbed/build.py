@@ -1,0 +1,625 @@
+"""Build, inspect, change and remove the emulated cluster described by a `TestbedPlan`."""
+
+from __future__ import annotations
+
+import ipaddress
+import shutil
+import socket
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wirespeed.core.errors import TestbedError, UsageError
+from wirespeed.core.inventory import Cluster, Node, render_cluster_toml
+from wirespeed.core.units import format_rate, tc_rate
+from wirespeed.testbed import system
+from wirespeed.testbed.plan import (
+    MGMT_BRIDGE,
+    MGMT_IFACE,
+    SWITCH_BRIDGE,
+    FabricIface,
+    TestbedPlan,
+    host_iface_name,
+    links,
+    make_plan,
+    validate_prefix,
+)
+from wirespeed.testbed.state import TestbedState, all_states, load_state, testbed_dir
+
+Progress = Callable[[str], None]
+SSH_USER = "root"
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+def tbf_args(rate_bps: int) -> list[str]:
+    """tbf shaping for one half. The bucket holds a few ms at rate, and at least a few GSO super-packets."""
+    burst_bytes = max(256 * 1024, rate_bps // 8 // 250)
+    return ["tbf", "rate", tc_rate(rate_bps), "burst", str(burst_bytes), "latency", "50ms"]
+
+
+def pick_mgmt_index(prefix: str) -> int:
+    """A 198.18.K.0/24 management subnet that no other testbed and no host route uses."""
+    taken = {s.plan.mgmt_index for s in all_states() if s.plan.prefix != prefix}
+    routes = system.host_routes_v4()
+    for index in range(256):
+        if index in taken:
+            continue
+        subnet = ipaddress.IPv4Network(f"198.18.{index}.0/24")
+        if not any(subnet.overlaps(route) for route in routes):
+            return index
+    raise TestbedError("no free management subnet in 198.18.0.0/16", hint="remove old testbeds with `testbed down`")
+
+
+def node_argv(state: TestbedState, node: str, argv: list[str]) -> list[str]:
+    """Run argv inside a node as if logged in there: its network namespace, its /sys and its host name."""
+    uts = state.directory / "uts" / node
+    return ["ip", "netns", "exec", node, "nsenter", f"--uts={uts}", "--", *argv]
+
+
+class _Builder:
+    def __init__(self, plan: TestbedPlan, sshd: str, progress: Progress) -> None:
+        self.plan = plan
+        self.sshd = sshd
+        self.progress = progress
+        self.dir = testbed_dir(plan.prefix)
+
+    def ip(self, netns: str | None, *args: str) -> None:
+        argv = ["ip", *(["-n", netns] if netns else []), *args]
+        system.run(argv, f"{netns or 'host'}: ip {' '.join(args)}")
+
+    def sysctl(self, netns: str, key: str, value: str) -> None:
+        system.run(["ip", "netns", "exec", netns, "sysctl", "-qw", f"{key}={value}"], f"{netns}: sysctl {key}")
+
+    def namespaces(self) -> None:
+        for netns in self.plan.namespaces:
+            self.ip(None, "netns", "add", netns)
+            self.ip(netns, "link", "set", "lo", "up")
+            # IPv6 stays off on new interfaces unless a fault turns it on (it shifts RoCE GID indices).
+            self.sysctl(netns, "net.ipv6.conf.default.disable_ipv6", "1")
+
+    def management(self) -> None:
+        plan = self.plan
+        self.ip(plan.mgmt_netns, "link", "add", MGMT_BRIDGE, "type", "bridge")
+        self.ip(plan.mgmt_netns, "link", "set", MGMT_BRIDGE, "up")
+        host = plan.host_iface
+        self.ip(None, "link", "add", host, "type", "veth", "peer", "name", "host", "netns", plan.mgmt_netns)
+        self.ip(None, "addr", "add", plan.host_mgmt_address, "dev", host)
+        self.ip(None, "link", "set", host, "up")
+        self.ip(plan.mgmt_netns, "link", "set", "host", "master", MGMT_BRIDGE, "up")
+        for node in plan.nodes:
+            port = node.mgmt_bridge_port
+            self.ip(
+                node.name,
+                "link",
+                "add",
+                MGMT_IFACE,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                port,
+                "netns",
+                plan.mgmt_netns,
+            )
+            self.ip(node.name, "link", "set", MGMT_IFACE, "address", node.mgmt_mac)
+            self.ip(node.name, "addr", "add", node.mgmt_address, "dev", MGMT_IFACE)
+            self.ip(node.name, "link", "set", MGMT_IFACE, "up")
+            self.ip(plan.mgmt_netns, "link", "set", port, "master", MGMT_BRIDGE, "up")
+
+    def fabric(self) -> None:
+        plan = self.plan
+        if plan.switch_netns:
+            self.ip(plan.switch_netns, "link", "add", SWITCH_BRIDGE, "type", "bridge")
+            self.ip(plan.switch_netns, "link", "set", SWITCH_BRIDGE, "mtu", str(plan.switch_mtu), "up")
+        for here, there in links(plan):
+            self.ip(
+                here.netns,
+                "link",
+                "add",
+                here.iface,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                there.iface,
+                "netns",
+                there.netns,
+            )
+        for node in plan.nodes:
+            for iface in node.fabric:
+                if iface.placeholder is not None:  # an uncabled half: its far end lies unplugged
+                    spare = iface.placeholder
+                    self.ip(
+                        node.name,
+                        "link",
+                        "add",
+                        iface.name,
+                        "type",
+                        "veth",
+                        "peer",
+                        "name",
+                        spare.iface,
+                        "netns",
+                        spare.netns,
+                    )
+                self.configure_half(iface)
+        for port in plan.switch_ports:
+            assert plan.switch_netns is not None
+            self.ip(plan.switch_netns, "link", "set", port.name, "mtu", str(plan.switch_mtu))
+            self.ip(plan.switch_netns, "link", "set", port.name, "master", SWITCH_BRIDGE, "up")
+            self.shape(plan.switch_netns, port.name, plan.half_rate_bps)
+
+    def configure_half(self, iface: FabricIface) -> None:
+        node = iface.node
+        self.ip(node, "link", "set", iface.name, "address", iface.mac, "mtu", str(self.plan.mtu))
+        if iface.address:
+            self.ip(node, "addr", "add", iface.address, "dev", iface.name)
+        self.ip(node, "link", "set", iface.name, "up")
+        if iface.cabled:
+            self.shape(node, iface.name, self.plan.half_rate_bps)
+
+    def shape(self, netns: str, dev: str, rate_bps: int) -> None:
+        system.run(
+            ["tc", "-n", netns, "qdisc", "replace", "dev", dev, "root", *tbf_args(rate_bps)],
+            f"{netns}: shaping {dev}",
+        )
+
+    def hostnames(self) -> None:
+        uts_dir = self.dir / "uts"
+        uts_dir.mkdir(parents=True, exist_ok=True)
+        for node in self.plan.nodes:
+            path = uts_dir / node.name
+            path.touch()
+            system.run(["unshare", f"--uts={path}", "hostname", node.name], f"{node.name}: setting host name")
+
+    def ssh(self, state: TestbedState) -> None:
+        plan = self.plan
+        keys = self.dir / "keys"
+        keys.mkdir(mode=0o700, parents=True, exist_ok=True)
+        client_key = keys / "id_ed25519"
+        system.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "wirespeed-testbed", "-f", str(client_key)],
+            "making the testbed ssh key",
+        )
+        authorized = self.dir / "authorized_keys"
+        authorized.write_text(client_key.with_suffix(".pub").read_text())
+        authorized.chmod(0o600)
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
+        known_hosts: list[str] = []
+        for node in plan.nodes:
+            node_dir = self.dir / "nodes" / node.name
+            node_dir.mkdir(parents=True, exist_ok=True)
+            host_key = node_dir / "ssh_host_ed25519_key"
+            system.run(
+                ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", node.name, "-f", str(host_key)],
+                f"{node.name}: making host key",
+            )
+            address = node.mgmt_address.split("/")[0]
+            (node_dir / "sshd_config").write_text(
+                "\n".join(
+                    [
+                        f"ListenAddress {address}",
+                        "Port 22",
+                        f"HostKey {host_key}",
+                        f"AuthorizedKeysFile {authorized}",
+                        "PermitRootLogin prohibit-password",
+                        "PasswordAuthentication no",
+                        "KbdInteractiveAuthentication no",
+                        "UsePAM no",
+                        "StrictModes no",
+                        "MaxSessions 64",
+                        "MaxStartups 64:30:128",
+                        f"PidFile {node_dir / 'sshd.pid'}",
+                        "",
+                    ]
+                )
+            )
+            system.run(
+                node_argv(
+                    state,
+                    node.name,
+                    [self.sshd, "-f", str(node_dir / "sshd_config"), "-E", str(node_dir / "sshd.log")],
+                ),
+                f"{node.name}: starting sshd",
+            )
+            public = host_key.with_suffix(".pub").read_text().split()
+            known_hosts.append(f"{node.name},{address} {public[0]} {public[1]}")
+        (self.dir / "known_hosts").write_text("\n".join(known_hosts) + "\n")
+        options = [
+            f"    User {SSH_USER}",
+            "    Port 22",
+            f"    IdentityFile {client_key}",
+            "    IdentitiesOnly yes",
+            f"    UserKnownHostsFile {self.dir / 'known_hosts'}",
+            "    StrictHostKeyChecking yes",
+            "    PasswordAuthentication no",
+        ]
+        lines = [
+            f"# wirespeed testbed {plan.prefix!r}: written by `wirespeed testbed up`, removed by `down`",
+            "",
+        ]
+        for node in plan.nodes:
+            lines += [f"Host {node.name}", f"    HostName {node.mgmt_address.split('/')[0]}", *options, ""]
+        lines += [f"Host 198.18.{plan.mgmt_index}.*", *options, ""]
+        state.ssh_config.write_text("\n".join(lines))
+        cluster = Cluster(
+            name=f"testbed-{plan.prefix.rstrip('-')}",
+            nodes=tuple(
+                Node(name=node.name, host=node.name, agent=(sys.executable, "-m", "wirespeed")) for node in plan.nodes
+            ),
+            source=str(state.cluster_file),
+            ssh_config=str(state.ssh_config),
+        )
+        state.cluster_file.write_text(
+            render_cluster_toml(
+                cluster,
+                comment=f"Emulated cluster {plan.prefix!r} ({plan.topology}); see `wirespeed testbed status`.",
+            )
+        )
+
+    def wait_for_carrier(self, timeout_s: float = 5.0) -> None:
+        """Links report carrier a moment after both ends are up (linkwatch); wait so status reads true."""
+        deadline = time.monotonic() + timeout_s
+        expected = {node.name: {i.name for i in node.fabric if i.cabled} | {MGMT_IFACE} for node in self.plan.nodes}
+        if self.plan.switch_netns:
+            expected[self.plan.switch_netns] = {port.name for port in self.plan.switch_ports}
+        for netns, names in expected.items():
+            while True:
+                states = {link.get("ifname"): link.get("operstate") for link in system.ip_json(netns, "link", "show")}
+                if all(states.get(name) == "UP" for name in names) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+
+    def wait_for_sshd(self, timeout_s: float = 15.0) -> None:
+        for node in self.plan.nodes:
+            address = node.mgmt_address.split("/")[0]
+            deadline = time.monotonic() + timeout_s
+            while True:
+                try:
+                    with socket.create_connection((address, 22), timeout=1.0):
+                        break
+                except OSError as exc:
+                    if time.monotonic() > deadline:
+                        log = self.dir / "nodes" / node.name / "sshd.log"
+                        raise TestbedError(
+                            f"{node.name}: sshd does not answer on {address}:22 ({exc})", hint=f"see {log}"
+                        ) from None
+                    time.sleep(0.1)
+
+
+def up(
+    *,
+    prefix: str = "spark-",
+    nodes: int = 2,
+    topology: str = "direct",
+    cables: int = 1,
+    half_rate_bps: int = 10**9,
+    mtu: int = 9000,
+    switch_mtu: int | None = None,
+    progress: Progress = _quiet,
+) -> TestbedState:
+    """Bring a testbed up. An identical healthy one is kept; a half-built or different one is rebuilt."""
+    from wirespeed.testbed.plan import Topology
+
+    system.require_root()
+    sshd = system.require_tools()
+    validate_prefix(prefix)
+    try:
+        topo = Topology(topology)
+    except ValueError:
+        raise UsageError(f"unknown topology {topology!r}", hint="use direct, ring or switch") from None
+    existing = load_state(prefix)
+    requested = make_plan(
+        prefix=prefix,
+        nodes=nodes,
+        topology=topo,
+        cables=cables,
+        half_rate_bps=half_rate_bps,
+        mtu=mtu,
+        switch_mtu=switch_mtu,
+        mgmt_index=existing.plan.mgmt_index if existing else 0,
+    )  # validates the arguments before anything is touched
+    if existing and existing.phase == "up" and existing.plan == requested and not health_problems(existing):
+        progress(f"testbed {prefix!r} is already up")
+        return existing
+    if existing or any(ns in system.netns_list() for ns in requested.namespaces):
+        progress(f"removing the earlier testbed {prefix!r} first")
+        down(prefix)
+    plan = make_plan(
+        prefix=prefix,
+        nodes=nodes,
+        topology=topo,
+        cables=cables,
+        half_rate_bps=half_rate_bps,
+        mtu=mtu,
+        switch_mtu=switch_mtu,
+        mgmt_index=pick_mgmt_index(prefix),
+    )
+    state = TestbedState(plan=plan, phase="building")
+    state.save()  # before touching the system, so `down` can always find what was made
+    builder = _Builder(plan, sshd, progress)
+    progress(f"namespaces: {', '.join(plan.namespaces)}")
+    builder.namespaces()
+    progress(f"management network {plan.mgmt_subnet} (this host: {plan.host_mgmt_address} on {plan.host_iface})")
+    builder.management()
+    progress(
+        f"fabric: {plan.topology}, {len(links(plan))} halves shaped to {format_rate(plan.half_rate_bps)}, "
+        f"MTU {plan.mtu}"
+    )
+    builder.fabric()
+    builder.hostnames()
+    progress("ssh servers")
+    builder.ssh(state)
+    builder.wait_for_sshd()
+    builder.wait_for_carrier()
+    state.phase = "up"
+    state.save()
+    progress(f"testbed {prefix!r} is up; cluster file: {state.cluster_file}")
+    return state
+
+
+@dataclass
+class DownReport:
+    namespaces: list[str] = field(default_factory=list)
+    killed: list[int] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "namespaces": self.namespaces,
+            "killed_pids": self.killed,
+            "links": self.links,
+            "files": self.files,
+        }
+
+
+def _prefix_namespaces(prefix: str) -> list[str]:
+    tails = {"mgmt", "switch"}
+    return [
+        ns
+        for ns in system.netns_list()
+        if ns.startswith(prefix) and (ns[len(prefix) :].isdigit() or ns[len(prefix) :] in tails)
+    ]
+
+
+def down(prefix: str = "spark-") -> DownReport:
+    """Remove everything a testbed made: processes, mounts, links, namespaces, files. Idempotent."""
+    system.require_root()
+    validate_prefix(prefix)
+    report = DownReport()
+    directory = testbed_dir(prefix)
+    state = load_state(prefix) if (directory / "state.json").exists() else None
+    namespaces = set(_prefix_namespaces(prefix))
+    if state:
+        live = set(system.netns_list())
+        namespaces |= {ns for ns in state.plan.namespaces if ns in live}
+    pids: list[int] = []
+    for netns in sorted(namespaces):
+        pids += system.netns_pids(netns)
+    if directory.exists():
+        pids += system.pids_mentioning(str(directory))  # ssh control masters and clients using its config
+    report.killed = system.kill_pids(sorted(set(pids)))
+    uts_dir = directory / "uts"
+    if uts_dir.is_dir():
+        for path in uts_dir.iterdir():
+            if system.is_mounted(path):
+                system.run(["umount", str(path)], f"unmounting {path}", check=False)
+    host = host_iface_name(prefix)
+    if system.link_exists(host):
+        system.run(["ip", "link", "del", host], f"deleting {host}", check=False)
+        report.links.append(host)
+    for netns in sorted(namespaces):
+        system.run(["ip", "netns", "del", netns], f"deleting namespace {netns}", check=False)
+        report.namespaces.append(netns)
+    if directory.exists():
+        report.files.append(str(directory))
+        shutil.rmtree(directory, ignore_errors=True)
+    leftovers = [ns for ns in system.netns_list() if ns in namespaces]
+    if leftovers:
+        raise TestbedError(f"could not delete namespace(s) {', '.join(leftovers)}", hint="see `ip netns pids NAME`")
+    return report
+
+
+def health_problems(state: TestbedState) -> list[str]:
+    """What is missing or dead in a testbed that claims to be up (empty when healthy)."""
+    problems: list[str] = []
+    live = set(system.netns_list())
+    for netns in state.plan.namespaces:
+        if netns not in live:
+            problems.append(f"namespace {netns} is missing")
+    for node in state.plan.nodes:
+        pid_file = state.directory / "nodes" / node.name / "sshd.pid"
+        try:
+            pid = int(pid_file.read_text().strip())
+        except (OSError, ValueError):
+            problems.append(f"{node.name}: sshd has no pid file")
+            continue
+        if not system.pid_alive(pid):
+            problems.append(f"{node.name}: sshd (pid {pid}) is not running")
+    if not system.link_exists(state.plan.host_iface):
+        problems.append(f"management link {state.plan.host_iface} is missing on this host")
+    return problems
+
+
+def _qdisc_rate(netns: str, dev: str) -> int | None:
+    for qdisc in system.tc_json(netns, dev):
+        if qdisc.get("kind") == "tbf":
+            rate = qdisc.get("options", {}).get("rate")
+            if isinstance(rate, int | float):
+                return int(rate) * 8  # iproute2's JSON gives tbf rate in bytes per second
+    return None
+
+
+def interfaces(state: TestbedState, netns: str) -> list[dict[str, Any]]:
+    """Live view of one namespace's interfaces: state, MTU, addresses, shaping."""
+    rows: list[dict[str, Any]] = []
+    for link in system.ip_json(netns, "addr", "show"):
+        name = link.get("ifname", "?")
+        if name == "lo":
+            continue
+        rows.append(
+            {
+                "iface": name,
+                "state": link.get("operstate", "?"),
+                "flags": link.get("flags", []),
+                "mtu": link.get("mtu"),
+                "mac": link.get("address"),
+                "ipv4": [
+                    f"{a['local']}/{a['prefixlen']}" for a in link.get("addr_info", []) if a.get("family") == "inet"
+                ],
+                "ipv6": [
+                    f"{a['local']}/{a['prefixlen']}" for a in link.get("addr_info", []) if a.get("family") == "inet6"
+                ],
+                "rate_bps": _qdisc_rate(netns, name),
+            }
+        )
+    return rows
+
+
+def status(prefix: str = "spark-") -> dict[str, Any]:
+    """The testbed as it is now: plan, phase, health, faults, and every node's interfaces."""
+    system.require_root()
+    state = load_state(prefix)
+    if state is None:
+        leftovers = _prefix_namespaces(prefix)
+        return {"prefix": prefix, "phase": "down", "leftover_namespaces": leftovers, "problems": []}
+    problems = health_problems(state)
+    live = set(system.netns_list())
+    plan = state.plan
+    nodes = []
+    for node in plan.nodes:
+        peers = {i.name: (f"{i.peer.netns}:{i.peer.iface}" if i.peer else None) for i in node.fabric}
+        rows = interfaces(state, node.name) if node.name in live else []
+        for row in rows:
+            row["peer"] = peers.get(row["iface"])
+            row["role"] = "management" if row["iface"] == MGMT_IFACE else "fabric"
+        nodes.append({"name": node.name, "mgmt_address": node.mgmt_address, "interfaces": rows})
+    switch = None
+    if plan.switch_netns:
+        switch = {
+            "netns": plan.switch_netns,
+            "ports": interfaces(state, plan.switch_netns) if plan.switch_netns in live else [],
+        }
+    return {
+        "prefix": prefix,
+        "phase": state.phase if not problems else "degraded",
+        "topology": plan.topology.value,
+        "cables": plan.cables,
+        "half_rate_bps": plan.half_rate_bps,
+        "mtu": plan.mtu,
+        "mgmt_subnet": plan.mgmt_subnet,
+        "cluster_file": str(state.cluster_file),
+        "ssh_config": str(state.ssh_config),
+        "problems": problems,
+        "faults": state.faults,
+        "nodes": nodes,
+        "switch": switch,
+    }
+
+
+def require_state(prefix: str) -> TestbedState:
+    state = load_state(prefix)
+    if state is None or state.phase != "up":
+        raise TestbedError(f"testbed {prefix!r} is not up", hint=f"run `wirespeed testbed up --prefix {prefix}`")
+    return state
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A change to one half (or switch port); every field left None is left as it is."""
+
+    mtu: int | None = None
+    down: bool = False
+    unaddress: bool = False
+    ipv6: bool | None = None
+    rate_bps: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        if self.mtu is not None:
+            data["mtu"] = self.mtu
+        if self.down:
+            data["down"] = True
+        if self.unaddress:
+            data["unaddress"] = True
+        if self.ipv6 is not None:
+            data["ipv6"] = self.ipv6
+        if self.rate_bps is not None:
+            data["rate_bps"] = self.rate_bps
+        return data
+
+
+def _target(state: TestbedState, node: str, iface: str) -> tuple[str, str, str | None, int]:
+    """(netns, device, planned address, planned rate) of a fault target: a node's half or a switch port."""
+    plan = state.plan
+    if plan.switch_netns and node in ("switch", plan.switch_netns):
+        port = plan.switch_port(iface)
+        return plan.switch_netns, port.name, None, plan.half_rate_bps
+    half = plan.node(node).iface(iface)
+    return node, half.name, half.address, plan.half_rate_bps if half.cabled else 0
+
+
+def _ipv6(state: TestbedState, netns: str, dev: str, on: bool) -> None:
+    system.run(
+        ["ip", "netns", "exec", netns, "sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6={0 if on else 1}"],
+        f"{netns}: IPv6 on {dev}",
+    )
+
+
+def fault(prefix: str, node: str, iface: str, change: Fault) -> dict[str, Any]:
+    """Inject a fault on one half; it is recorded so `status` shows it and `revert` undoes it."""
+    system.require_root()
+    state = require_state(prefix)
+    netns, dev, _address, _rate = _target(state, node, iface)
+    if not change.to_json():
+        raise UsageError("no fault given", hint="use --mtu M, --down, --unaddress, --ipv6 on|off or --rate RATE")
+    if change.mtu is not None:
+        system.run(["ip", "-n", netns, "link", "set", dev, "mtu", str(change.mtu)], f"{netns}: MTU of {dev}")
+    if change.down:
+        system.run(["ip", "-n", netns, "link", "set", dev, "down"], f"{netns}: taking {dev} down")
+    if change.unaddress:
+        system.run(["ip", "-n", netns, "-4", "addr", "flush", "dev", dev], f"{netns}: removing addresses of {dev}")
+    if change.ipv6 is not None:
+        _ipv6(state, netns, dev, change.ipv6)
+    if change.rate_bps is not None:
+        system.run(
+            ["tc", "-n", netns, "qdisc", "replace", "dev", dev, "root", *tbf_args(change.rate_bps)],
+            f"{netns}: rate of {dev}",
+        )
+    key = f"{netns}/{dev}"
+    state.faults[key] = {**state.faults.get(key, {}), **change.to_json()}
+    state.save()
+    return {"target": key, "fault": state.faults[key]}
+
+
+def revert(prefix: str, node: str, iface: str) -> dict[str, Any]:
+    """Put one half back as the plan built it: MTU, link up, address, IPv6 off, rate."""
+    system.require_root()
+    state = require_state(prefix)
+    netns, dev, address, rate = _target(state, node, iface)
+    mtu = state.plan.switch_mtu if netns == state.plan.switch_netns else state.plan.mtu
+    system.run(["ip", "-n", netns, "link", "set", dev, "mtu", str(mtu)], f"{netns}: MTU of {dev}")
+    _ipv6(state, netns, dev, False)
+    if address:
+        system.run(["ip", "-n", netns, "-4", "addr", "replace", address, "dev", dev], f"{netns}: address of {dev}")
+    system.run(["ip", "-n", netns, "link", "set", dev, "up"], f"{netns}: bringing {dev} up")
+    if rate:
+        system.run(
+            ["tc", "-n", netns, "qdisc", "replace", "dev", dev, "root", *tbf_args(rate)],
+            f"{netns}: rate of {dev}",
+        )
+    removed = state.faults.pop(f"{netns}/{dev}", None)
+    state.save()
+    return {"target": f"{netns}/{dev}", "reverted": removed or {}}
+
+
+def find_up_testbeds() -> list[TestbedState]:
+    """Testbeds whose state says up (used to pick a default cluster when none is named)."""
+    return [s for s in all_states() if s.phase == "up"]
