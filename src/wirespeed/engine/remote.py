@@ -11,7 +11,7 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,10 +50,8 @@ class RemoteProcess:
 
     def stop(self, grace_s: float = 5.0) -> CommandResult:
         """Close stdin (the remote watchdog stops the command), wait, then kill what is left locally."""
-        if self.popen.stdin and not self.popen.stdin.closed:
-            with suppress(OSError):
-                self.popen.stdin.close()
         try:
+            # communicate() closes stdin first: that EOF is what stops the watched command.
             stdout, stderr = self.popen.communicate(timeout=grace_s)
         except subprocess.TimeoutExpired:
             kill_group(self.popen)

@@ -1,0 +1,41 @@
+"""`make demo`: the main job end to end on the emulated cluster, with what exists so far.
+
+Today: bring a two-node, two-cable Spark testbed up, show every node and interface, reach every node through
+the cluster file over ssh (host names, the agent's version, the fabric addresses), and tear it all down.
+Each later capability adds its step here until this is the full commissioning run with its report.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from wirespeed.cli.app import main as cli
+from wirespeed.testbed.state import load_state, testbed_dir
+
+
+def step(title: str, *argv: str) -> int:
+    print(f"\n=== {title}\n$ wirespeed {' '.join(argv)}", flush=True)
+    code = cli(list(argv))
+    sys.stdout.flush()
+    return code
+
+
+def run() -> int:
+    prefix = "spark-" if load_state("spark-") is None else "demo-"  # never touch a testbed the user has up
+    cluster_file = str(testbed_dir(prefix) / "cluster.toml")
+    failures = 0
+    try:
+        if step("bring the emulated cluster up", "testbed", "up", "--prefix", prefix, "--cables", "2") != 0:
+            return 1
+        cluster = ["--cluster", cluster_file]
+        failures += step("every node, over ssh through the cluster file", "exec", *cluster, "--", "hostname") != 0
+        failures += step("wirespeed on every node", "agent", "check", *cluster) != 0
+        failures += step("fabric addresses on every node", "exec", *cluster, "--", "ip", "-br", "-4", "addr") != 0
+    finally:
+        failures += step("tear everything down", "testbed", "down", "--prefix", prefix) != 0
+    print(f"\ndemo: {'ok' if not failures else f'{failures} step(s) failed'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(run())

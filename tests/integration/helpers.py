@@ -1,0 +1,80 @@
+"""Helpers for tests on the emulated cluster: measure a half with iperf3, list what a testbed left behind."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from pathlib import Path
+
+from wirespeed.core.inventory import Cluster
+from wirespeed.engine.remote import Remote
+from wirespeed.testbed import system
+from wirespeed.testbed.plan import host_iface_name
+from wirespeed.testbed.state import testbed_dir
+
+
+def iperf3_gbps(remote: Remote, client: str, server: str, server_addr: str, port: int, seconds: int = 4) -> float:
+    """Receiver-side TCP throughput in Gb/s (10^9 bit/s) from `client` to `server_addr` on `server`."""
+    cluster = remote.cluster
+    server_proc = remote.start(cluster.node(server), ["iperf3", "-s", "-1", "-B", server_addr, "-p", str(port)])
+    try:
+        result = None
+        for _ in range(20):  # the server needs a moment to listen
+            result = remote.run(
+                cluster.node(client),
+                ["iperf3", "-c", server_addr, "-p", str(port), "-t", str(seconds), "-O", "1", "-J"],
+                timeout_s=seconds + 20,
+            )
+            if "Connection refused" not in result.stdout + result.stderr:  # iperf3 -J may exit 0 on it
+                break
+            subprocess.run(["sleep", "0.2"], check=True)
+        assert result is not None and result.ok, result.message if result else "no result"
+        data = json.loads(result.stdout)
+        assert "sum_received" in data.get("end", {}), data.get("error", result.stdout[-2000:])
+        return float(data["end"]["sum_received"]["bits_per_second"]) / 1e9
+    finally:
+        server_proc.stop()
+
+
+def parallel_gbps(remote: Remote, flows: list[tuple[str, str, str, int]], seconds: int = 4) -> list[float]:
+    """Several iperf3 flows at once: (client, server, server address, port) each; Gb/s per flow."""
+    results: list[float] = [0.0] * len(flows)
+    errors: list[BaseException] = []
+
+    def one(index: int, flow: tuple[str, str, str, int]) -> None:
+        try:
+            results[index] = iperf3_gbps(remote, *flow, seconds=seconds)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(i, f)) for i, f in enumerate(flows)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return results
+
+
+def leftovers(prefix: str) -> list[str]:
+    """Everything of a testbed that still exists after `down`: namespaces, the host link, processes, files."""
+    found: list[str] = []
+    for netns in system.netns_list():
+        if netns.startswith(prefix):
+            found.append(f"namespace {netns}")
+    if system.link_exists(host_iface_name(prefix)):
+        found.append(f"host link {host_iface_name(prefix)}")
+    directory = testbed_dir(prefix)
+    if directory.exists():
+        found.append(f"directory {directory}")
+        found += [f"process {pid}" for pid in system.pids_mentioning(str(directory))]
+    mounts = Path("/proc/self/mountinfo").read_text()
+    if str(directory) in mounts:
+        found.append(f"mount under {directory}")
+    return found
+
+
+def cluster_remote(cluster: Cluster) -> Remote:
+    return Remote(cluster)
