@@ -64,7 +64,7 @@ def direct() -> Iterator[tuple[BedState, Remote]]:
 
 
 def test_direct_nodes_answer_through_the_inventory(direct: tuple[BedState, Remote]) -> None:
-    state, remote = direct
+    _, remote = direct
     results = remote.run_all(["hostname"])
     assert [r.status for r in results] == [Status.OK, Status.OK]
     assert [r.stdout.strip() for r in results] == ["wtd-1", "wtd-2"]  # each node has its own UTS namespace
@@ -84,7 +84,9 @@ def test_wirespeed_runs_on_the_nodes(direct: tuple[BedState, Remote]) -> None:
 
 def test_exec_command_uses_the_up_testbed(direct: tuple[BedState, Remote]) -> None:
     state, _ = direct
-    code, out, err = run_cli("exec", "--cluster", str(state.cluster_file), "--json", "--", "cat", "/proc/sys/kernel/hostname")
+    code, out, err = run_cli(
+        "exec", "--cluster", str(state.cluster_file), "--json", "--", "cat", "/proc/sys/kernel/hostname"
+    )
     assert code == 0, err
     data = json.loads(out)
     assert [r["stdout"].strip() for r in data["results"]] == ["wtd-1", "wtd-2"]
@@ -204,7 +206,7 @@ def test_timeout_is_one_line_and_leaves_nothing_running(direct: tuple[BedState, 
     assert results[1].message == "wtd-2: timed out after 1.5 s running sleep"
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        left = [p for ns in ("wtd-1", "wtd-2") for p in system.netns_pids(ns) if b"sleep\x0097" in _cmdline(p)]
+        left = [p for ns in ("wtd-1", "wtd-2") for p in system.netns_pids(ns) if _cmdline(p).startswith(b"sleep\x0097")]
         if not left:
             break
         time.sleep(0.1)
@@ -261,7 +263,19 @@ def test_switch_reaches_every_pair_and_emulates_a_small_switch_mtu() -> None:
 def test_down_cleans_up_after_an_interrupted_up_and_up_recovers() -> None:
     prefix = "wtk-"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "wirespeed", "testbed", "up", "--prefix", prefix, "--topology", "switch", "--nodes", "6"],
+        [
+            sys.executable,
+            "-m",
+            "wirespeed",
+            "testbed",
+            "up",
+            "--prefix",
+            prefix,
+            "--topology",
+            "switch",
+            "--nodes",
+            "6",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -287,3 +301,47 @@ def test_up_twice_keeps_a_healthy_testbed() -> None:
         assert again.plan == state.plan
         code, out, _ = run_cli("testbed", "status", "--prefix", "wtu-", "--json")
         assert code == 0 and json.loads(out)["phase"] == "up"
+
+
+CONTROLLER = """
+import sys, time
+from pathlib import Path
+from wirespeed.engine.clusters import load_cluster_file
+from wirespeed.engine.remote import Remote
+remote = Remote(load_cluster_file(Path(sys.argv[1])))
+for node in remote.cluster.nodes:
+    remote.start(node, ["sleep", "313"])
+print("started", flush=True)
+time.sleep(600)
+"""
+
+
+def test_remote_processes_die_with_a_killed_controller() -> None:
+    with running_testbed("wtc-", nodes=2, topology="direct") as (state, _):
+        controller = subprocess.Popen(
+            [sys.executable, "-c", CONTROLLER, str(state.cluster_file)], stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert controller.stdout is not None and controller.stdout.readline().strip() == "started"
+
+            def sleepers() -> list[int]:
+                return [
+                    p
+                    for ns in ("wtc-1", "wtc-2")
+                    for p in system.netns_pids(ns)
+                    if _cmdline(p).startswith(b"sleep\x00313")
+                ]
+
+            deadline = time.monotonic() + 10
+            while len(sleepers()) < 2 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert len(sleepers()) == 2
+            controller.kill()  # SIGKILL: no clean-up code runs in the controller
+            controller.wait()
+            deadline = time.monotonic() + 10
+            while sleepers() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert sleepers() == []
+        finally:
+            controller.kill()
+            controller.wait()
