@@ -322,7 +322,7 @@ def test_render_round_trips_hostile_strings() -> None:
                 user="alice",
                 port=2200,
                 ssh_options=("-oProxyCommand=ssh -W %h:%p \"jump\" 'x'", "-i", "~\\key", "a\\\\b", "é ü"),
-                agent=("/opt/w s/bin/wirespeed", "--flag=\"q\"", "back\\slash", "$(id); rm -rf /"),
+                agent=("/opt/w s/bin/wirespeed", '--flag="q"', "back\\slash", "$(id); rm -rf /"),
             ),
             Node(name="spark-2", host="::1"),
             Node(name="spark-3", host="h3", agent=("python3", "-m", "wirespeed")),

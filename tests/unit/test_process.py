@@ -46,7 +46,7 @@ def test_output_and_exit_status() -> None:
     assert not outcome.timed_out
 
 
-def test_argv_is_not_interpreted_by_a_shell(tmp_path: object) -> None:
+def test_argv_is_not_interpreted_by_a_shell() -> None:
     outcome = run_process(["printf", "%s|", "a; exit 9", "$(id)", "x y"])
     assert outcome.returncode == 0
     assert outcome.stdout == "a; exit 9|$(id)|x y|"
@@ -138,7 +138,7 @@ def test_spawn_error_with_hold_stdin_leaks_no_descriptor() -> None:
     assert open_fds() == before
 
 
-def test_spawn_error_for_a_directory(tmp_path: object) -> None:
+def test_spawn_error_for_a_directory() -> None:
     outcome = run_process(["/"])
     assert outcome.returncode is None
     assert outcome.spawn_error == "Permission denied"

@@ -60,7 +60,7 @@ def test_user_and_port(tmp_path: Path) -> None:
     assert options[at_l + 1] == "alice"
     at_p = options.index("-p")
     assert options[at_p + 1] == "2222"
-    assert "alice@" not in " ".join(options + [host])
+    assert "alice@" not in " ".join([*options, host])
 
 
 def test_users_options_come_before_the_hardwired_ones(tmp_path: Path, home: Path) -> None:
