@@ -219,7 +219,7 @@ def test_one_bad_node_does_not_stop_the_others(direct: tuple[BedState, Remote]) 
     path = state.directory / "with-ghost.toml"
     path.write_text(cluster_text)
     code, out, err = run_cli("exec", "--cluster", str(path), "--json", "--", "hostname")
-    assert code == 1
+    assert code == 255  # the worst node's status, as ssh reports an unreachable host
     statuses = {r["node"]: r["status"] for r in json.loads(out)["results"]}
     assert statuses == {"wtd-1": "ok", "wtd-2": "ok", "ghost": "unreachable"}
     assert "wirespeed: ghost: unreachable" in err and "Traceback" not in err

@@ -64,11 +64,6 @@ def test_version(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert run.stderr == ""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: --version (and --help) are printed by click to the real sys.stdout, bypassing "
-    "Environment.stdout, so in-process callers (and tests) do not capture them",
-)
 def test_version_goes_to_the_environments_stdout() -> None:
     assert cli("--version").stdout == f"wirespeed {__version__}\n"
 

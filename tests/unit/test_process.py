@@ -108,12 +108,6 @@ def test_timeout_keeps_output_written_before_it() -> None:
     assert outcome.stderr == "err\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: when the group leader has exited but a background child still holds stdout, the timeout "
-    "fires but kill_group() returns at once (proc.poll() is not None) without killing the group, and "
-    "run_process then blocks until the child ends on its own (here 2 s past a 0.2 s timeout)",
-)
 def test_timeout_kills_a_background_child_of_an_exited_leader(kill_after: KillAfter, wait_gone: WaitGone) -> None:
     outcome = run_process(["sh", "-c", "sleep 2 & echo $!"], timeout_s=0.2)
     kill_after(int(outcome.stdout.split()[0]))

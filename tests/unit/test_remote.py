@@ -229,12 +229,6 @@ def test_owned_stops_processes_even_on_error(remote: Remote, kill_after: KillAft
     assert not process.running()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: RemoteProcess.stop(grace_s) with grace_s shorter than the watchdog's ~3 s SIGKILL escalation "
-    "SIGTERMs the local watchdog (and its watcher) first; a command that ignores SIGTERM is orphaned and "
-    "stop() then blocks in communicate() until that command ends on its own (forever for a server)",
-)
 def test_stop_with_short_grace_kills_a_command_that_ignores_sigterm(
     remote: Remote, kill_after: KillAfter, wait_gone: WaitGone
 ) -> None:

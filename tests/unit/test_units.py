@@ -59,20 +59,11 @@ def test_parse_rate_bps_rejects_zero(text: str) -> None:
         parse_rate_bps(text)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the 'must be positive' check runs before rounding, so '0.4' (or '0.4bit') parses to a rate of 0",
-)
 def test_parse_rate_bps_never_returns_zero() -> None:
     with pytest.raises(UsageError):
         parse_rate_bps("0.4bit")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: tc reads 'bps' as BYTES per second (1mbps = 8 Mbit/s), but parse_rate_bps treats '1gbps' as "
-    "10^9 bit/s; it should either multiply by 8 or refuse the ambiguous suffix",
-)
 def test_parse_rate_bps_does_not_misread_tc_bytes_per_second() -> None:
     try:
         value = parse_rate_bps("1gbps")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -15,17 +16,16 @@ from dataclasses import dataclass
 WATCHDOG_SCRIPT = r"""exec 3<&0
 setsid "$@" </dev/null &
 child=$!
-stop() { kill -TERM -"$child" 2>/dev/null || kill -TERM "$child" 2>/dev/null; }
-trap 'stop' TERM HUP INT
-{
-  cat <&3 >/dev/null 2>&1
-  stop
+stop() {
+  kill -TERM -"$child" 2>/dev/null || kill -TERM "$child" 2>/dev/null
   for _ in 1 2 3 4 5 6 7 8 9 10; do
-    kill -0 -"$child" 2>/dev/null || kill -0 "$child" 2>/dev/null || exit 0
-    sleep 0.3
+    kill -0 -"$child" 2>/dev/null || kill -0 "$child" 2>/dev/null || return 0
+    sleep 0.1
   done
   kill -KILL -"$child" 2>/dev/null || kill -KILL "$child" 2>/dev/null
-} >/dev/null 2>&1 &
+}
+trap 'stop; exit 143' TERM HUP INT
+{ cat <&3 >/dev/null 2>&1; stop; } >/dev/null 2>&1 &
 watcher=$!
 exec 3<&-
 wait "$child"
@@ -53,20 +53,40 @@ class ProcessOutcome:
 
 
 def kill_group(proc: subprocess.Popen[str], grace_s: float = 2.0) -> None:
-    """SIGTERM the process group, then SIGKILL after `grace_s`; always reaps the child."""
-    if proc.poll() is not None:
+    """SIGTERM the process group, SIGKILL what is left after `grace_s`; always reaps the leader.
+
+    The group is signalled even when its leader has exited: a background child may still hold its pipes.
+    """
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        proc.wait()
         return
-    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(timeout=wait_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and group_members(proc.pid):
+        proc.poll()
+        time.sleep(0.02)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of a process group, read from /proc."""
+    members: list[int] = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        # Fields after the parenthesised command name: state, ppid, pgrp, ...
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            members.append(int(entry.name))
+    return members
 
 
 def run_process(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -286,7 +287,9 @@ def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> i
     debug = "--debug" in args
     ctx_obj = Ctx(env, debug)
     try:
-        cli.main(args=args, prog_name="wirespeed", standalone_mode=False, obj=ctx_obj)
+        # click writes --help and --version to sys.stdout; send them where this environment says.
+        with redirect_stdout(env.stdout):
+            cli.main(args=args, prog_name="wirespeed", standalone_mode=False, obj=ctx_obj)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except click.exceptions.Exit as exc:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from wirespeed.core.errors import InventoryError
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
-_NODE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+_NODE_NAME_RE = re.compile(r"^[A-Za-z0-9:][A-Za-z0-9._:-]{0,62}$")  # ':' for IPv6 literals from --hosts
 _HOST_RE = re.compile(r"^[A-Za-z0-9_.:%\[\]-]+$")
 _USER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
 DEFAULT_AGENT: tuple[str, ...] = ("wirespeed",)
@@ -71,16 +71,22 @@ class Cluster:
         return tuple(node.name for node in self.nodes)
 
 
-def _line_of(text: str, needle: str) -> int | None:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if needle in line:
-            return number
-    return None
+def _node_lines(text: str) -> list[int]:
+    """Line number of each `[[nodes]]` header, in order: entry i of the parsed list starts there."""
+    return [n for n, line in enumerate(text.splitlines(), start=1) if re.match(r"^\s*\[\[\s*nodes\s*\]\]", line)]
 
 
-def _where(source: str, text: str, needle: str | None) -> str:
-    line = _line_of(text, needle) if needle else None
-    return f"{source}:{line}" if line else source
+def _where(source: str, text: str, index: int) -> str:
+    """`file:line` of node entry `index` (1-based): its `name =` line, else its `[[nodes]]` header."""
+    headers = _node_lines(text)
+    if not 0 < index <= len(headers):
+        return f"{source} (node {index})"
+    all_lines = text.splitlines()
+    end = headers[index] - 1 if index < len(headers) else len(all_lines)
+    for number in range(headers[index - 1] + 1, end + 1):
+        if re.match(r"^\s*name\s*=", all_lines[number - 1]):
+            return f"{source}:{number}"
+    return f"{source}:{headers[index - 1]}"
 
 
 def _string(value: object, what: str, where: str) -> str:
@@ -132,9 +138,7 @@ def parse_cluster_toml(text: str, source: str) -> Cluster:
     for index, raw in enumerate(raw_nodes, start=1):
         if not isinstance(raw, dict):
             raise InventoryError(f"{source}: nodes entry {index} must be a table")
-        name_value = raw.get("name")
-        where = _where(source, text, f'"{name_value}"' if isinstance(name_value, str) else None)
-        where = where if where != source else f"{source} (node {index})"
+        where = _where(source, text, index)
         unknown = set(raw) - {"name", "host", "user", "port", "ssh_options", "agent"}
         if unknown:
             raise InventoryError(
@@ -154,9 +158,11 @@ def parse_cluster_toml(text: str, source: str) -> Cluster:
             agent=_string_list(raw["agent"], "agent", where) if "agent" in raw else DEFAULT_AGENT,
         )
         nodes.append(validate_node(node, where))
-    duplicates = sorted({n.name for n in nodes if [m.name for m in nodes].count(n.name) > 1})
-    if duplicates:
-        raise InventoryError(f"{source}: node name(s) used twice: {', '.join(duplicates)}")
+    seen: set[str] = set()
+    for index, node in enumerate(nodes, start=1):
+        if node.name in seen:
+            raise InventoryError(f"{_where(source, text, index)}: node name {node.name!r} is used twice")
+        seen.add(node.name)
     ssh_config = header.get("ssh_config")
     if ssh_config is not None:
         ssh_config = _string(ssh_config, "cluster.ssh_config", source)
@@ -181,8 +187,13 @@ def parse_host_list(spec: str, user: str | None = None) -> Cluster:
         if "@" in item:
             node_user, item = item.split("@", 1)
         port: int | None = None
-        if item.count(":") == 1:
+        port_text: str | None = None
+        if item.startswith("["):  # [IPv6]:port
+            address, _, rest = item[1:].partition("]")
+            item, port_text = address, rest[1:] if rest.startswith(":") else None
+        elif item.count(":") == 1:
             item, port_text = item.split(":")
+        if port_text is not None:
             if not port_text.isdigit():
                 raise InventoryError(f"--hosts: {port_text!r} is not a port number in {spec!r}")
             port = int(port_text)
@@ -201,8 +212,13 @@ def local_cluster() -> Cluster:
 
 
 def _toml_string(value: str) -> str:
-    # JSON string escapes are a subset of TOML basic-string escapes.
-    return json.dumps(value)
+    # JSON string escapes are a subset of TOML basic-string escapes; non-ASCII stays as UTF-8 because TOML
+    # has no surrogate pairs (\ud83d...) for characters outside the BMP.
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _toml_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _toml_string(key)
 
 
 def _toml_list(values: tuple[str, ...]) -> str:
@@ -219,7 +235,7 @@ def render_cluster_toml(cluster: Cluster, comment: str | None = None) -> str:
     if cluster.ssh_config:
         lines.append(f"ssh_config = {_toml_string(cluster.ssh_config)}")
     for key, value in sorted(cluster.extra.items()):
-        lines.append(f"{key} = {_toml_string(value)}")
+        lines.append(f"{_toml_key(key)} = {_toml_string(value)}")
     for node in cluster.nodes:
         lines += ["", "[[nodes]]", f"name = {_toml_string(node.name)}", f"host = {_toml_string(node.host)}"]
         if node.user:

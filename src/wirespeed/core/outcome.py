@@ -118,7 +118,9 @@ def classify(
     if timed_out:
         return result(
             Status.TIMED_OUT,
-            f"timed out after {timeout_s:g} s running {program}",
+            f"timed out after {timeout_s:g} s running {program}"
+            if timeout_s is not None
+            else f"timed out running {program}",
             "raise --timeout or check what the command waits for",
         )
     if returncode == 0:
@@ -145,6 +147,6 @@ def worst_exit_status(results: list[CommandResult]) -> int:
     for item in results:
         if item.ok:
             continue
-        code = item.returncode if item.status is Status.FAILED and item.returncode and item.returncode > 0 else 1
+        code = item.returncode if item.returncode is not None and item.returncode > 0 else 1
         worst = max(worst, code)
     return worst

@@ -10,18 +10,24 @@ import re
 
 from wirespeed.core.errors import UsageError
 
-_RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(bit|bps|b/s)?\s*$", re.IGNORECASE)
+# tc(8): "bit" or a bare number is bits per second, "bps" is BYTES per second.
+_RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(bit|bit/s|b/s|bps)?\s*$", re.IGNORECASE)
 _SI = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 
 
 def parse_rate_bps(text: str) -> int:
-    """Parse a tc-style rate ("1gbit", "500mbit", "2.5G", "100000000") into bits per second (SI prefixes)."""
+    """Parse a tc-style rate ("1gbit", "500mbit", "2.5G", "100000000", "125mbps") into bits per second.
+
+    Prefixes are SI (1gbit = 10^9 bit/s); as in tc, `bps` means bytes per second.
+    """
     match = _RATE_RE.match(text)
     if not match:
         raise UsageError(f"not a rate: {text!r}", hint="use tc units such as 1gbit, 500mbit or 100000000")
     value = float(match.group(1)) * _SI[match.group(2).lower()]
-    if value <= 0:
-        raise UsageError(f"rate must be positive: {text!r}")
+    if (match.group(3) or "").lower() == "bps":
+        value *= 8
+    if round(value) <= 0:
+        raise UsageError(f"rate must be positive (at least 1 bit/s): {text!r}")
     return round(value)
 
 
@@ -36,7 +42,7 @@ def bps_to_gbps(bits_per_second: float) -> float:
 
 
 def format_rate(bits_per_second: float) -> str:
-    """Human rate with an explicit unit: 1.00 Gb/s, 940 Mb/s."""
+    """Human rate with an explicit unit: 1.00 Gb/s, 940.00 Mb/s."""
     for unit, scale in (("Tb/s", 1e12), ("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
         if abs(bits_per_second) >= scale:
             return f"{bits_per_second / scale:.2f} {unit}"

@@ -22,6 +22,8 @@ from wirespeed.core.inventory import Cluster, Node
 from wirespeed.core.outcome import CommandResult, Status, classify
 
 TransportFactory = Callable[[Node], Transport]
+# Exit statuses of a command we stopped ourselves (SIGTERM/SIGKILL, seen directly or through a shell).
+STOPPED_CODES = frozenset({-15, -9, 143, 137})
 
 
 @dataclass
@@ -54,8 +56,20 @@ class RemoteProcess:
             # communicate() closes stdin first: that EOF is what stops the watched command.
             stdout, stderr = self.popen.communicate(timeout=grace_s)
         except subprocess.TimeoutExpired:
-            kill_group(self.popen)
+            # SIGTERM reaches the watchdog, whose trap escalates to SIGKILL within about a second.
+            kill_group(self.popen, grace_s=3.0)
             stdout, stderr = self.popen.communicate()
+        if self.popen.returncode in STOPPED_CODES:
+            return CommandResult(
+                self.node.name,
+                self.argv,
+                Status.OK,
+                self.popen.returncode,
+                stdout or "",
+                stderr or "",
+                0.0,
+                f"{self.node.name}: stopped",
+            )
         return classify(
             node=self.node.name,
             argv=self.argv,

@@ -222,6 +222,8 @@ def make_plan(
         raise UsageError(f"--cables must be 1 or 2, got {cables}")
     if not 68 <= mtu <= 65535:
         raise UsageError(f"--mtu {mtu} is out of range", hint="use 1500 or 9000")
+    if switch_mtu is not None and not 68 <= switch_mtu <= 65535:
+        raise UsageError(f"--switch-mtu {switch_mtu} is out of range", hint="use 1500 or 9000")
     if not 0 <= mgmt_index <= 255:
         raise UsageError(f"management index {mgmt_index} is out of range 0-255")
     if topology is Topology.DIRECT and nodes != 2:
