@@ -1,7 +1,8 @@
 """`make demo`: the main job end to end on the emulated cluster, with what exists so far.
 
 Today: bring a two-node, two-cable Spark testbed up, show every node and interface, reach every node through
-the cluster file over ssh (host names, the agent's version, the fabric addresses), and tear it all down.
+the cluster file over ssh (host names, the agent's version), discover every node and the cabling with the
+active probe, and tear it all down.
 Each later capability adds its step here until this is the full commissioning run with its report.
 """
 
@@ -30,7 +31,7 @@ def run() -> int:
         cluster = ["--cluster", cluster_file]
         failures += step("every node, over ssh through the cluster file", "exec", *cluster, "--", "hostname") != 0
         failures += step("wirespeed on every node", "agent", "check", *cluster) != 0
-        failures += step("fabric addresses on every node", "exec", *cluster, "--", "ip", "-br", "-4", "addr") != 0
+        failures += step("discovery: every node's halves, ports and the cabling map", "discover", *cluster) != 0
     finally:
         failures += step("tear everything down", "testbed", "down", "--prefix", prefix) != 0
     print(f"\ndemo: {'ok' if not failures else f'{failures} step(s) failed'}")

@@ -124,6 +124,150 @@ def agent_check(ctx: Ctx, cluster_file: Path | None, hosts: str | None, user: st
     raise SystemExit(0 if all(c.ok for c in checks) else 1)
 
 
+@agent.command("facts")
+@click.option("--node", required=True, help="The name the controller knows this node by.")
+@pass_ctx
+def agent_facts(ctx: Ctx, node: str) -> None:
+    """Print this node's facts as JSON (what `discover` reads on every node)."""
+    from wirespeed.adapters.source import LiveSource
+    from wirespeed.engine.collect import collect
+
+    ctx.output(True).data(collect(LiveSource(), node).to_json())
+
+
+@agent.command("probe")
+@click.option("--node", required=True)
+@click.option("--ifaces", required=True, help="Comma-separated fabric interfaces.")
+@click.option("--duration", type=float, default=2.0, show_default=True)
+@click.option("--token", required=True, help="Identifies this probe run; other runs' frames are ignored.")
+@pass_ctx
+def agent_probe(ctx: Ctx, node: str, ifaces: str, duration: float, token: str) -> None:
+    """Beacon and listen on the fabric interfaces; print what was heard as JSON (needs root)."""
+    from wirespeed.adapters import l2probe
+
+    if not l2probe.can_probe():
+        raise UsageError("the cabling probe needs root (raw L2 frames)", hint="run discover with sudo, or --no-probe")
+    result = l2probe.probe(node, [i for i in ifaces.split(",") if i], token, duration)
+    ctx.output(True).data(result.to_json())
+
+
+@agent.command("snapshot")
+@click.option("--node", required=True)
+@pass_ctx
+def agent_snapshot(ctx: Ctx, node: str) -> None:
+    """Record this node's snapshot and print it as base64 tar.gz in JSON (used by `wirespeed snapshot`)."""
+    import base64
+    import datetime
+    import io
+    import tarfile
+    import tempfile
+
+    from wirespeed.adapters.source import LiveSource, RecordingSource
+    from wirespeed.engine.collect import collect
+
+    with tempfile.TemporaryDirectory(prefix="wirespeed-agent-") as work:
+        root = Path(work) / node
+        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        facts = collect(RecordingSource(LiveSource(), root, node, stamp, __version__), node)
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+            archive.add(root, arcname=node)
+    ctx.output(True).data(
+        {"node": node, "facts": facts.to_json(), "tar_gz_b64": base64.b64encode(buffer.getvalue()).decode()}
+    )
+
+
+# ------------------------------------------------------------------------------------------------------ discover
+@cli.command("discover")
+@cluster_options
+@click.option(
+    "--snapshot",
+    "snapshots",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Read a snapshot (directory or NODE.tar.gz) instead of live nodes; repeatable.",
+)
+@click.option("--no-probe", is_flag=True, help="Skip the active cabling probe; pair interfaces by subnet.")
+@click.option("--format", "fmt", type=click.Choice(["table", "ibdev2netdev"]), default="table", show_default=True)
+@json_option
+@pass_ctx
+def discover_cmd(
+    ctx: Ctx,
+    cluster_file: Path | None,
+    hosts: str | None,
+    user: str | None,
+    snapshots: tuple[Path, ...],
+    no_probe: bool,
+    fmt: str,
+    json_mode: bool,
+) -> None:
+    """What every node has (RDMA devices, halves, ports, GIDs, PCIe, GPUs, tools) and how the cables pair them."""
+    from wirespeed.engine import discover
+    from wirespeed.ui import discovery as view
+
+    out = ctx.output(json_mode)
+    if snapshots:
+        if cluster_file or hosts:
+            raise UsageError("give --snapshot or live nodes (--cluster/--hosts), not both")
+        result = discover.discover_snapshots(list(snapshots))
+    else:
+        resolved = resolve_cluster(cluster_file, hosts, user)
+        if resolved.note:
+            out.message(f"wirespeed: {resolved.note}")
+        result = discover.discover_live(Remote(resolved.cluster), probe=not no_probe)
+    if json_mode:
+        out.data(result.to_json())
+    elif fmt == "ibdev2netdev":
+        out.console.print(view.ibdev2netdev(result), end="", markup=False, highlight=False)
+    else:
+        out.console.print(view.discovery_view(result))
+    for reason in result.errors.values():
+        out.message(f"wirespeed: {reason}")
+    raise SystemExit(1 if result.errors or not result.facts else 0)
+
+
+@cli.command("snapshot")
+@cluster_options
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Directory to write one snapshot per node into.",
+)
+@click.option("--tar", is_flag=True, help="Write NODE.tar.gz files instead of directories.")
+@click.option("--no-probe", is_flag=True, help="Do not record the cabling probe.")
+@json_option
+@pass_ctx
+def snapshot_cmd(
+    ctx: Ctx,
+    cluster_file: Path | None,
+    hosts: str | None,
+    user: str | None,
+    output: Path,
+    tar: bool,
+    no_probe: bool,
+    json_mode: bool,
+) -> None:
+    """Capture, per node, exactly what discovery and the checks read, for offline use or to send to a colleague."""
+    from wirespeed.engine import discover
+
+    out = ctx.output(json_mode)
+    resolved = resolve_cluster(cluster_file, hosts, user)
+    if resolved.note:
+        out.message(f"wirespeed: {resolved.note}")
+    written, errors = discover.take_snapshots(Remote(resolved.cluster), output, probe=not no_probe, tar=tar)
+    if json_mode:
+        out.data({"written": [str(p) for p in written], "errors": errors})
+    else:
+        for path in written:
+            out.console.print(f"wrote {path}", markup=False)
+    for reason in errors.values():
+        out.message(f"wirespeed: {reason}")
+    raise SystemExit(1 if errors else 0)
+
+
 # ------------------------------------------------------------------------------------------------------- testbed
 @cli.group("testbed", context_settings=CONTEXT)
 def testbed() -> None:
@@ -143,6 +287,7 @@ prefix_option = click.option(
 @click.option("--half-rate", default="1gbit", show_default=True, help="tc rate of each PCIe half (tc units).")
 @click.option("--mtu", type=int, default=9000, show_default=True, help="MTU of the fabric interfaces.")
 @click.option("--switch-mtu", type=int, default=None, help="MTU of the switch ports (default: --mtu).")
+@click.option("--miswire", is_flag=True, help="Cross-cable: swap node 2's ports (a fault for discovery to find).")
 @json_option
 @pass_ctx
 def testbed_up(
@@ -154,6 +299,7 @@ def testbed_up(
     half_rate: str,
     mtu: int,
     switch_mtu: int | None,
+    miswire: bool,
     json_mode: bool,
 ) -> None:
     """Create the emulated cluster (or recover a half-built one) and write its cluster file."""
@@ -169,6 +315,7 @@ def testbed_up(
         half_rate_bps=parse_rate_bps(half_rate),
         mtu=mtu,
         switch_mtu=switch_mtu,
+        miswire=miswire,
         progress=lambda text: out.message(f"testbed: {text}"),
     )
     status = build.status(prefix)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +19,7 @@ from pathlib import Path
 from wirespeed import __version__
 from wirespeed.adapters.process import kill_group, run_process, spawn, watchdog_argv
 from wirespeed.adapters.ssh import Transport, default_control_dir, transport_for
-from wirespeed.core.inventory import Cluster, Node
+from wirespeed.core.inventory import DEFAULT_AGENT, Cluster, Node
 from wirespeed.core.outcome import CommandResult, Status, classify
 
 TransportFactory = Callable[[Node], Transport]
@@ -178,6 +179,13 @@ class Remote:
             self.stop_all()
 
 
+def agent_argv(node: Node) -> list[str]:
+    """How to start wirespeed on `node`: its configured agent; locally, this very interpreter."""
+    if node.is_local and node.agent == DEFAULT_AGENT:
+        return [sys.executable, "-m", "wirespeed"]
+    return list(node.agent)
+
+
 @dataclass(frozen=True)
 class AgentCheck:
     """Whether wirespeed is installed on a node at this controller's version."""
@@ -193,7 +201,7 @@ _VERSION_RE = re.compile(r"wirespeed[, ]+(?:version\s+)?(\S+)")
 
 def check_agents(remote: Remote, *, timeout_s: float = 30.0) -> list[AgentCheck]:
     """Ask each node's `wirespeed --version`; say how to install it where it is missing or different."""
-    results = remote.run_all(lambda node: [*node.agent, "--version"], timeout_s=timeout_s)
+    results = remote.run_all(lambda node: [*agent_argv(node), "--version"], timeout_s=timeout_s)
     checks: list[AgentCheck] = []
     for node, result in zip(remote.cluster.nodes, results, strict=True):
         install = f"install it there with `pip install wirespeed=={__version__}` or set agent = [...] for {node.name}"

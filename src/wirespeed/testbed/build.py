@@ -215,6 +215,7 @@ class _Builder:
                         "StrictModes no",
                         "MaxSessions 64",
                         "MaxStartups 64:30:128",
+                        "SetEnv WIRESPEED_EMULATED=1",
                         f"PidFile {node_dir / 'sshd.pid'}",
                         "",
                     ]
@@ -302,6 +303,7 @@ def up(
     half_rate_bps: int = 10**9,
     mtu: int = 9000,
     switch_mtu: int | None = None,
+    miswire: bool = False,
     progress: Progress = _quiet,
 ) -> TestbedState:
     """Bring a testbed up. An identical healthy one is kept; a half-built or different one is rebuilt."""
@@ -323,6 +325,7 @@ def up(
         half_rate_bps=half_rate_bps,
         mtu=mtu,
         switch_mtu=switch_mtu,
+        miswire=miswire,
         mgmt_index=existing.plan.mgmt_index if existing else 0,
     )  # validates the arguments before anything is touched
     if existing and existing.phase == "up" and existing.plan == requested and not health_problems(existing):
@@ -339,6 +342,7 @@ def up(
         half_rate_bps=half_rate_bps,
         mtu=mtu,
         switch_mtu=switch_mtu,
+        miswire=miswire,
         mgmt_index=pick_mgmt_index(prefix),
     )
     state = TestbedState(plan=plan, phase="building")

@@ -102,6 +102,7 @@ class TestbedPlan:
     mgmt_index: int
     nodes: tuple[NodePlan, ...]
     switch_ports: tuple[SwitchPort, ...]
+    miswire: bool = False
 
     @property
     def mgmt_netns(self) -> str:
@@ -188,6 +189,7 @@ def plan_from_json(data: dict[str, Any]) -> TestbedPlan:
         mgmt_index=data["mgmt_index"],
         nodes=nodes,
         switch_ports=tuple(SwitchPort(**p) for p in data["switch_ports"]),
+        miswire=bool(data.get("miswire", False)),
     )
 
 
@@ -215,6 +217,7 @@ def make_plan(
     mtu: int = 9000,
     switch_mtu: int | None = None,
     mgmt_index: int = 0,
+    miswire: bool = False,
 ) -> TestbedPlan:
     """Lay out a testbed. Raises `UsageError` for combinations that cannot be cabled."""
     validate_prefix(prefix)
@@ -269,6 +272,22 @@ def make_plan(
                     switch_ports.append(SwitchPort(name, names[index - 1], FABRIC_IFACES[(port, half)]))
                     wiring[(index, port, half)] = (Endpoint(switch_ns, name), 2 * port + half)
 
+    if miswire:
+        # Node 2's ports swapped: what should reach its port 0 lands on port 1 and the reverse (cross-cabling).
+        def swap(key: tuple[int, int, int]) -> tuple[int, int, int]:
+            return (key[0], 1 - key[1], key[2]) if key[0] == 2 else key
+
+        def swap_end(end: Endpoint) -> Endpoint:
+            if end.netns != names[1]:
+                return end
+            port, half = next(k for k, v in FABRIC_IFACES.items() if v == end.iface)
+            return Endpoint(end.netns, FABRIC_IFACES[(1 - port, half)])
+
+        wiring = {swap(key): (swap_end(peer), subnet) for key, (peer, subnet) in wiring.items()}
+        switch_ports = [
+            SwitchPort(p.name, p.node, swap_end(Endpoint(p.node, p.node_iface)).iface) for p in switch_ports
+        ]
+
     node_plans: list[NodePlan] = []
     for index, name in enumerate(names, start=1):
         fabric: list[FabricIface] = []
@@ -306,6 +325,7 @@ def make_plan(
         mgmt_index=mgmt_index,
         nodes=tuple(node_plans),
         switch_ports=tuple(switch_ports),
+        miswire=miswire,
     )
 
 

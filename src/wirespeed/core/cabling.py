@@ -1,0 +1,206 @@
+"""The cabling map: which interface of which node shares a link with which interface of another, and what
+topology that makes (direct with one or two cables, ring of three, switch).
+
+Pure: it takes each node's facts and what an active probe heard on each interface (or, for snapshots taken
+without a probe, the address plan) and returns the map with findings for a person to act on.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from wirespeed.core.facts import NodeFacts
+
+End = tuple[str, str]  # (node, interface)
+
+
+@dataclass(frozen=True)
+class Heard:
+    """One probe frame: `rx_iface` on `node` received a beacon sent by `from_node`'s `from_iface`."""
+
+    node: str
+    rx_iface: str
+    from_node: str
+    from_iface: str
+    from_mac: str | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str  # "info", "warn", "fail"
+    message: str
+    hint: str | None = None
+
+
+@dataclass(frozen=True)
+class PortLink:
+    """Two physical ports joined by a cable (or by a switch), with the halves that were seen to pair."""
+
+    a_node: str
+    a_port: str
+    b_node: str
+    b_port: str
+    halves: tuple[tuple[str, str], ...]  # (a interface, b interface)
+
+
+@dataclass(frozen=True)
+class CablingMap:
+    method: str  # "active probe (L2 broadcast)" or "address plan"
+    topology: str  # direct, ring, switch, none, partial
+    cables: int | None
+    links: tuple[tuple[End, End], ...]  # interface level, each pair once, sorted
+    port_links: tuple[PortLink, ...]
+    unpaired: tuple[End, ...]  # fabric halves with carrier that heard no peer
+    findings: tuple[Finding, ...] = field(default_factory=tuple)
+
+    def peers(self, end: End) -> list[End]:
+        return sorted({b for a, b in self.links if a == end} | {a for a, b in self.links if b == end})
+
+
+def _port_of(facts: NodeFacts) -> dict[str, tuple[str, int]]:
+    """Interface -> (port label, half index)."""
+    mapping: dict[str, tuple[str, int]] = {}
+    for port in facts.ports:
+        for half, name in enumerate(port.halves):
+            mapping[name] = (port.label, half)
+    return mapping
+
+
+def _has_link(facts: NodeFacts, iface: str) -> bool:
+    netdev = facts.netdev(iface)
+    return netdev is not None and netdev.carrier is True and netdev.operstate in ("up", "unknown")
+
+
+def edges_from_probe(heard: Iterable[Heard]) -> set[frozenset[End]]:
+    edges: set[frozenset[End]] = set()
+    for item in heard:
+        if item.from_node != item.node:
+            edges.add(frozenset({(item.node, item.rx_iface), (item.from_node, item.from_iface)}))
+    return edges
+
+
+def edges_from_addresses(facts: Mapping[str, NodeFacts]) -> set[frozenset[End]]:
+    """Fallback without a probe: interfaces of different nodes on the same IPv4 subnet are taken as linked."""
+    members: dict[ipaddress.IPv4Network, list[End]] = {}
+    for node, node_facts in facts.items():
+        for iface in node_facts.fabric:
+            netdev = node_facts.netdev(iface)
+            if netdev is None or not _has_link(node_facts, iface):
+                continue
+            for cidr in netdev.ipv4:
+                members.setdefault(ipaddress.IPv4Interface(cidr).network, []).append((node, iface))
+    edges: set[frozenset[End]] = set()
+    for ends in members.values():
+        for i, a in enumerate(ends):
+            for b in ends[i + 1 :]:
+                if a[0] != b[0]:
+                    edges.add(frozenset({a, b}))
+    return edges
+
+
+def build_map(facts: Mapping[str, NodeFacts], edges: set[frozenset[End]], method: str) -> CablingMap:
+    """Classify the topology from interface-level links and call out what is wrong with the cabling."""
+    links = sorted(tuple(sorted(edge)) for edge in edges if len(edge) == 2)
+    pairs: list[tuple[End, End]] = [(a, b) for a, b in links]
+    neighbours: dict[End, set[End]] = {}
+    for a, b in pairs:
+        neighbours.setdefault(a, set()).add(b)
+        neighbours.setdefault(b, set()).add(a)
+    findings: list[Finding] = []
+    unpaired: list[End] = []
+    for node, node_facts in facts.items():
+        for iface in node_facts.fabric:
+            if _has_link(node_facts, iface) and (node, iface) not in neighbours:
+                unpaired.append((node, iface))
+                findings.append(
+                    Finding(
+                        "warn",
+                        f"{node}: {iface} has a link but no peer answered on it",
+                        "check the far end of its cable: that half may be down, unaddressed or filtered",
+                    )
+                )
+    ports = {node: _port_of(f) for node, f in facts.items()}
+    port_links: dict[tuple[str, str, str, str], list[tuple[str, str]]] = {}
+    for (a_node, a_if), (b_node, b_if) in pairs:
+        a_port = ports.get(a_node, {}).get(a_if, (a_if, 0))[0]
+        b_port = ports.get(b_node, {}).get(b_if, (b_if, 0))[0]
+        port_links.setdefault((a_node, a_port, b_node, b_port), []).append((a_if, b_if))
+    port_link_list = tuple(PortLink(k[0], k[1], k[2], k[3], tuple(sorted(v))) for k, v in sorted(port_links.items()))
+
+    switched = any(len({n for n in peers}) > 1 for peers in neighbours.values())
+    node_pairs = {frozenset({a[0], b[0]}) for a, b in pairs}
+    nodes_linked = {n for pair in node_pairs for n in pair}
+    topology: str
+    cables: int | None = None
+    if not pairs:
+        topology = "none"
+        findings.append(
+            Finding("fail", "no fabric link between any two nodes was found", "check cables and link state")
+        )
+    elif switched:
+        topology = "switch"
+        missing = sorted(set(facts) - nodes_linked)
+        if missing:
+            findings.append(Finding("fail", f"not reached through the switch: {', '.join(missing)}"))
+    elif len(facts) == 2 and len(nodes_linked) == 2:
+        topology = "direct"
+        cables = len({(pl.a_node, pl.a_port) for pl in port_link_list})
+        for pl in port_link_list:
+            if pl.a_port != pl.b_port:
+                findings.append(
+                    Finding(
+                        "warn",
+                        f"cross-cabled: {pl.a_node} {pl.a_port} is cabled to {pl.b_node} {pl.b_port}",
+                        "cable the same port on each node (NVIDIA's playbooks ask for it; NCCL pairs them)",
+                    )
+                )
+    elif len(facts) == 3 and len(node_pairs) == 3:
+        topology = "ring"
+        cables = len(port_link_list)
+        for pl in port_link_list:
+            if pl.a_port == pl.b_port:
+                findings.append(
+                    Finding(
+                        "warn",
+                        f"cross-cabled ring: {pl.a_node} {pl.a_port} is cabled to {pl.b_node} {pl.b_port}",
+                        "cable each node's port 0 to the next node's port 1 (connect-three-sparks playbook)",
+                    )
+                )
+    else:
+        topology = "partial"
+        findings.append(
+            Finding("warn", f"nodes linked: {', '.join(sorted(nodes_linked))} of {len(facts)}; not a known topology")
+        )
+    for pl in port_link_list:
+        a_halves = {ports.get(pl.a_node, {}).get(a, ("", -1))[1] for a, _ in pl.halves}
+        for a_if, b_if in pl.halves:
+            a_half = ports.get(pl.a_node, {}).get(a_if, ("", -1))[1]
+            b_half = ports.get(pl.b_node, {}).get(b_if, ("", -1))[1]
+            if topology != "switch" and a_half != b_half and a_half >= 0 and b_half >= 0:
+                findings.append(Finding("warn", f"halves crossed: {pl.a_node} {a_if} pairs with {pl.b_node} {b_if}"))
+        if topology != "switch" and len(a_halves) == 1 and _two_halves(facts, pl.a_node, pl.a_port):
+            findings.append(
+                Finding(
+                    "warn",
+                    f"only one half of {pl.a_node} {pl.a_port} reaches {pl.b_node}: the port runs at half its rate",
+                    "bring up and address both halves (each on its own subnet)",
+                )
+            )
+    return CablingMap(
+        method=method,
+        topology=topology,
+        cables=cables,
+        links=tuple(pairs),
+        port_links=port_link_list,
+        unpaired=tuple(sorted(unpaired)),
+        findings=tuple(findings),
+    )
+
+
+def _two_halves(facts: Mapping[str, NodeFacts], node: str, port_label: str) -> bool:
+    node_facts = facts.get(node)
+    if node_facts is None:
+        return False
+    return any(p.label == port_label and len(p.halves) == 2 for p in node_facts.ports)

@@ -1,0 +1,198 @@
+"""What discovery found on a node, as plain data. Anything unreadable is an `Unknown` with its reason."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """A value that could not be read, and why (never a guess)."""
+
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"unknown": self.reason}
+
+
+def known(value: object) -> bool:
+    return not isinstance(value, Unknown)
+
+
+@dataclass(frozen=True)
+class PciFunction:
+    """A PCI function and its link: an OEM half trained at x2 instead of x4 is a known fault."""
+
+    bdf: str  # 0002:01:00.1
+    driver: str | Unknown
+    numa_node: int | Unknown
+    current_speed_gts: float | Unknown
+    current_width: int | Unknown
+    max_speed_gts: float | Unknown
+    max_width: int | Unknown
+
+    @property
+    def domain(self) -> str:
+        return self.bdf.split(":")[0]
+
+    @property
+    def bus_device_function(self) -> str:
+        return self.bdf.split(":", 1)[1]
+
+
+@dataclass(frozen=True)
+class Netdev:
+    name: str
+    operstate: str | Unknown
+    carrier: bool | Unknown
+    speed_mbps: int | Unknown  # Mb/s as the kernel reports it; Unknown when the link is down
+    mtu: int | Unknown
+    mac: str | Unknown
+    ipv4: tuple[str, ...]  # CIDR
+    ipv6: tuple[str, ...]  # CIDR
+    kind: str  # "pci", "virtual", "loopback"
+    link_type: int | Unknown  # ARPHRD: 1 Ethernet, 32 InfiniBand (IPoIB), 772 loopback
+    pci: str | None  # BDF when PCI-backed
+    rdma_devices: tuple[str, ...] = ()
+    driver: str | Unknown = field(default_factory=lambda: Unknown("not read"))
+    firmware: str | Unknown = field(default_factory=lambda: Unknown("not read"))
+
+
+@dataclass(frozen=True)
+class Gid:
+    index: int
+    gid: str
+    type: str | None  # "RoCE v2", "IB/RoCE v1"; None for an empty slot
+    ndev: str | None
+    ipv4: str | None  # the IPv4 address of an IPv4-mapped GID
+
+
+@dataclass(frozen=True)
+class RdmaPort:
+    number: int
+    state: str | Unknown  # ACTIVE, DOWN, ...
+    phys_state: str | Unknown  # LinkUp, Disabled, Polling, ...
+    rate: str | Unknown  # as sysfs says: "200 Gb/sec (2X NDR)"
+    rate_gbps: float | Unknown
+    link_layer: str | Unknown  # Ethernet or InfiniBand
+    gids: tuple[Gid, ...]
+    rocev2_ipv4_index: int | Unknown
+
+
+@dataclass(frozen=True)
+class RdmaDevice:
+    name: str
+    netdevs: tuple[str, ...]
+    pci: str | None
+    fw_ver: str | Unknown
+    node_guid: str | Unknown
+    ports: tuple[RdmaPort, ...]
+
+
+@dataclass(frozen=True)
+class PhysicalPort:
+    """A physical port and its logical interfaces: on a Spark, the two PCIe halves of one QSFP port."""
+
+    key: str  # e.g. "01:00.0" for a multi-host NIC, or the interface name
+    label: str  # "port 0", "ib0", ...
+    halves: tuple[str, ...]  # netdev names, half 0 first
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    compute_capability: str | Unknown
+    driver: str | Unknown
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    version: str | Unknown
+    path: str | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """Everything discovery knows about one node."""
+
+    node: str
+    hostname: str | Unknown
+    netdevs: tuple[Netdev, ...]
+    rdma: tuple[RdmaDevice, ...]
+    rdma_absent_reason: str | None
+    pci: tuple[PciFunction, ...]
+    ports: tuple[PhysicalPort, ...]
+    management: str | Unknown
+    fabric: tuple[str, ...]
+    gpus: tuple[Gpu, ...] | Unknown
+    nccl_version: str | Unknown
+    tools: tuple[Tool, ...]
+    emulated: bool = False
+    source: str = "live"
+
+    def netdev(self, name: str) -> Netdev | None:
+        return next((n for n in self.netdevs if n.name == name), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return to_jsonable(self)  # type: ignore[no-any-return]
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses to dicts, with Unknown as {"unknown": reason}."""
+    if isinstance(value, Unknown):
+        return value.to_json()
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, tuple | list):
+        return [to_jsonable(item) for item in value]
+    if isinstance(value, dict):
+        return {k: to_jsonable(v) for k, v in value.items()}
+    return value
+
+
+def _maybe(value: Any) -> Any:
+    if isinstance(value, dict) and set(value) == {"unknown"}:
+        return Unknown(value["unknown"])
+    return value
+
+
+def facts_from_json(data: dict[str, Any]) -> NodeFacts:
+    """Rebuild `NodeFacts` from `to_json` output (what `wirespeed agent facts` prints)."""
+
+    def build(cls: type[Any], raw: dict[str, Any], nested: dict[str, Any] | None = None) -> Any:
+        kwargs: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name not in raw:
+                continue
+            value = raw[f.name]
+            if nested and f.name in nested:
+                value = nested[f.name](value)
+            elif isinstance(value, list):
+                value = tuple(value)
+            kwargs[f.name] = _maybe(value)
+        return cls(**kwargs)
+
+    def gids(raw: list[dict[str, Any]]) -> tuple[Gid, ...]:
+        return tuple(build(Gid, g) for g in raw)
+
+    def ports(raw: list[dict[str, Any]]) -> tuple[RdmaPort, ...]:
+        return tuple(build(RdmaPort, p, {"gids": gids}) for p in raw)
+
+    def gpus(raw: Any) -> Any:
+        return _maybe(raw) if isinstance(raw, dict) else tuple(build(Gpu, g) for g in raw)
+
+    return build(  # type: ignore[no-any-return]
+        NodeFacts,
+        data,
+        {
+            "netdevs": lambda raw: tuple(build(Netdev, n) for n in raw),
+            "rdma": lambda raw: tuple(build(RdmaDevice, d, {"ports": ports}) for d in raw),
+            "pci": lambda raw: tuple(build(PciFunction, p) for p in raw),
+            "ports": lambda raw: tuple(build(PhysicalPort, p) for p in raw),
+            "gpus": gpus,
+            "tools": lambda raw: tuple(build(Tool, t) for t in raw),
+        },
+    )

@@ -1,0 +1,355 @@
+"""Collect one node's facts through a `NodeSource` (live, snapshot or recording): the same code for all three."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from typing import TypeVar
+
+from wirespeed.adapters.source import NOT_INSTALLED, NodeSource, Output, run_command
+from wirespeed.core.facts import (
+    Gid,
+    Gpu,
+    Netdev,
+    NodeFacts,
+    PciFunction,
+    RdmaDevice,
+    RdmaPort,
+    Tool,
+    Unknown,
+)
+from wirespeed.core.parsers import sysfs_values as sv
+from wirespeed.core.ports import group_ports
+
+T = TypeVar("T")
+NET = "/sys/class/net"
+IB = "/sys/class/infiniband"
+# Interfaces that are never fabric: bridges, containers, tunnels, wireless.
+_NOT_FABRIC_PREFIXES = (
+    "lo",
+    "docker",
+    "virbr",
+    "br-",
+    "veth",
+    "vxlan",
+    "tun",
+    "tap",
+    "wl",
+    "cni",
+    "flannel",
+    "ifb",
+    "dummy",
+)
+NCCL_TESTS_DIRS = ("~/nccl-tests/build", "/opt/nccl-tests/build", "/usr/local/nccl-tests/build")
+NCCL_TESTS_BINARIES = ("all_reduce_perf", "all_gather_perf", "sendrecv_perf", "reduce_scatter_perf", "alltoall_perf")
+
+
+def _read(source: NodeSource, path: str, parse: Callable[[str], T], what: str) -> T | Unknown:
+    try:
+        text = source.read(path)
+    except FileNotFoundError:
+        return Unknown(f"{what}: {path} does not exist")
+    except OSError as exc:
+        return Unknown(f"{what}: {path}: {exc.strerror or exc}")
+    try:
+        return parse(text)
+    except ValueError as exc:
+        return Unknown(f"{what}: {path}: cannot parse {text!r} ({exc})")
+
+
+def _text(value: str) -> str:
+    return value
+
+
+def _listdir(source: NodeSource, path: str) -> list[str]:
+    try:
+        return source.listdir(path)
+    except OSError:
+        return []
+
+
+def _command_unknown(name: str, result: Output, program: str) -> Unknown:
+    if result.returncode is None:
+        return Unknown(f"{name} was not recorded in this snapshot")
+    if result.returncode == NOT_INSTALLED:
+        return Unknown(f"{program} is not installed")
+    return Unknown(f"{program} exited with status {result.returncode}")
+
+
+def _parsed(name: str, result: Output, program: str, parse: Callable[[str], T]) -> T | Unknown:
+    if not result.ok:
+        return _command_unknown(name, result, program)
+    try:
+        return parse(result.stdout)
+    except (ValueError, KeyError, TypeError) as exc:
+        return Unknown(f"{program}: cannot parse its output ({exc})")
+
+
+def _bdf_of(source: NodeSource, device_link: str) -> str | None:
+    if not source.exists(device_link):
+        return None
+    resolved = source.realpath(device_link)
+    name = os.path.basename(resolved)
+    return name if "/devices/pci" in resolved and ":" in name else None
+
+
+def _pci(source: NodeSource, bdf: str) -> PciFunction:
+    base = f"/sys/bus/pci/devices/{bdf}"
+    driver: str | Unknown = (
+        os.path.basename(source.realpath(f"{base}/driver"))
+        if source.exists(f"{base}/driver")
+        else Unknown("no driver bound")
+    )
+    return PciFunction(
+        bdf=bdf,
+        driver=driver,
+        numa_node=_read(source, f"{base}/numa_node", int, "NUMA node"),
+        current_speed_gts=_read(source, f"{base}/current_link_speed", sv.pcie_speed_gts, "PCIe speed"),
+        current_width=_read(source, f"{base}/current_link_width", int, "PCIe width"),
+        max_speed_gts=_read(source, f"{base}/max_link_speed", sv.pcie_speed_gts, "PCIe max speed"),
+        max_width=_read(source, f"{base}/max_link_width", int, "PCIe max width"),
+    )
+
+
+def _netdev(source: NodeSource, name: str, addresses: sv.IpAddresses | Unknown) -> Netdev:
+    base = f"{NET}/{name}"
+    resolved = source.realpath(base)
+    bdf = _bdf_of(source, f"{base}/device") if "/devices/virtual/" not in resolved else None
+    kind = (
+        "loopback" if name == "lo" else ("virtual" if "/devices/virtual/" in resolved else ("pci" if bdf else "other"))
+    )
+    operstate = _read(source, f"{base}/operstate", _text, "operstate")
+    carrier = _read(source, f"{base}/carrier", lambda t: t == "1", "carrier")
+    if isinstance(carrier, Unknown) and operstate == "down":
+        carrier = Unknown("interface is administratively down")
+    speed = _read(source, f"{base}/speed", int, "speed")
+    if isinstance(speed, int) and speed < 0:
+        speed = Unknown("no link (speed -1)")
+    info = source.output(f"ethtool_i_{name}", lambda: run_command(["ethtool", "-i", name]))
+    details = sv.ethtool_info(info.stdout) if info.ok else {}
+    driver: str | Unknown = details.get("driver") or _command_unknown(f"ethtool_i_{name}", info, "ethtool -i")
+    firmware: str | Unknown = details.get("firmware-version") or Unknown("the driver reports no firmware version")
+    return Netdev(
+        name=name,
+        operstate=operstate,
+        carrier=carrier,
+        speed_mbps=speed,
+        mtu=_read(source, f"{base}/mtu", int, "MTU"),
+        mac=_read(source, f"{base}/address", _text, "MAC"),
+        ipv4=addresses.ipv4.get(name, ()) if isinstance(addresses, sv.IpAddresses) else (),
+        ipv6=addresses.ipv6.get(name, ()) if isinstance(addresses, sv.IpAddresses) else (),
+        kind=kind,
+        link_type=_read(source, f"{base}/type", int, "link type"),
+        pci=bdf,
+        rdma_devices=tuple(_listdir(source, f"{base}/device/infiniband")) if bdf else (),
+        driver=driver,
+        firmware=firmware if details else Unknown("ethtool -i gave nothing"),
+    )
+
+
+def _rdma_port(source: NodeSource, base: str, number: int, v4: dict[str, set[str]]) -> RdmaPort:
+    rate = _read(source, f"{base}/rate", sv.port_rate, "rate")
+    gids: list[Gid] = []
+    for index_text in _listdir(source, f"{base}/gids"):
+        if not index_text.isdigit():
+            continue
+        gid = _read(source, f"{base}/gids/{index_text}", _text, "GID")
+        if isinstance(gid, Unknown) or gid in sv.EMPTY_GIDS:
+            continue
+        gid_type = _read(source, f"{base}/gid_attrs/types/{index_text}", sv.gid_type, "GID type")
+        ndev = _read(source, f"{base}/gid_attrs/ndevs/{index_text}", _text, "GID netdev")
+        gids.append(
+            Gid(
+                index=int(index_text),
+                gid=gid,
+                type=None if isinstance(gid_type, Unknown) else gid_type,
+                ndev=None if isinstance(ndev, Unknown) else ndev,
+                ipv4=sv.gid_ipv4(gid),
+            )
+        )
+    gids.sort(key=lambda g: g.index)
+    index = sv.rocev2_ipv4_index([(g.index, g.gid, g.type, g.ndev) for g in gids], v4)
+    link_layer = _read(source, f"{base}/link_layer", _text, "link layer")
+    rocev2: int | Unknown
+    if index is not None:
+        rocev2 = index
+    elif link_layer == "InfiniBand":
+        rocev2 = Unknown("InfiniBand link layer: no RoCE GIDs")
+    else:
+        rocev2 = Unknown("no RoCE v2 GID with an IPv4 address of its netdev (is the interface addressed?)")
+    return RdmaPort(
+        number=number,
+        state=_read(source, f"{base}/state", sv.port_state, "port state"),
+        phys_state=_read(source, f"{base}/phys_state", sv.port_state, "physical state"),
+        rate=_read(source, f"{base}/rate", _text, "rate"),
+        rate_gbps=rate.gbps if isinstance(rate, sv.Rate) else rate,
+        link_layer=link_layer,
+        gids=tuple(gids),
+        rocev2_ipv4_index=rocev2,
+    )
+
+
+def _rdma(source: NodeSource, v4: dict[str, set[str]]) -> tuple[tuple[RdmaDevice, ...], str | None]:
+    if not source.exists(IB):
+        reason = "no RDMA devices: /sys/class/infiniband does not exist"
+        if source.emulated:
+            reason += " (emulated cluster: its links are veth pairs, not ConnectX)"
+        return (), reason
+    devices: list[RdmaDevice] = []
+    for name in _listdir(source, IB):
+        base = f"{IB}/{name}"
+        bdf = _bdf_of(source, f"{base}/device")
+        ports = [
+            _rdma_port(source, f"{base}/ports/{p}", int(p), v4)
+            for p in _listdir(source, f"{base}/ports")
+            if p.isdigit()
+        ]
+        devices.append(
+            RdmaDevice(
+                name=name,
+                netdevs=tuple(_listdir(source, f"{base}/device/net")) if bdf else (),
+                pci=bdf,
+                fw_ver=_read(source, f"{base}/fw_ver", _text, "firmware"),
+                node_guid=_read(source, f"{base}/node_guid", _text, "node GUID"),
+                ports=tuple(ports),
+            )
+        )
+    return tuple(devices), None if devices else "no RDMA devices: /sys/class/infiniband is empty"
+
+
+def _management(source: NodeSource, netdevs: list[Netdev]) -> str | Unknown:
+    """The interface of the ssh session's server address, else of the default route."""
+    session = source.output("ssh_connection", lambda: Output(0, os.environ.get("SSH_CONNECTION", "")))
+    parts = session.stdout.split()
+    if len(parts) == 4:
+        for netdev in netdevs:
+            if any(address.split("/")[0] == parts[2] for address in netdev.ipv4 + netdev.ipv6):
+                return netdev.name
+    route = source.output("ip_route", lambda: run_command(["ip", "-j", "route", "show", "table", "main"]))
+    if route.ok:
+        try:
+            device = sv.default_route_iface(route.stdout)
+        except ValueError:
+            device = None
+        if device:
+            return device
+    return Unknown("no ssh session address and no default route")
+
+
+def _is_fabric_candidate(source: NodeSource, netdev: Netdev, management: str | Unknown) -> bool:
+    if netdev.name == management or netdev.kind == "loopback":
+        return False
+    if netdev.name.startswith(_NOT_FABRIC_PREFIXES) or source.exists(f"{NET}/{netdev.name}/bridge"):
+        return False
+    return netdev.link_type in (1, 32)  # Ethernet or IPoIB
+
+
+def _tools(source: NodeSource) -> tuple[Tool, ...]:
+    iperf3 = source.output("iperf3_version", lambda: run_command(["iperf3", "--version"]))
+    iperf3_version = _parsed("iperf3_version", iperf3, "iperf3", sv.iperf3_version)
+    detail = None
+    if isinstance(iperf3_version, str):
+        major_minor = tuple(int(x) for x in iperf3_version.split(".")[:2])
+        detail = "one thread per stream" if major_minor >= (3, 16) else "single-threaded: -P streams share one core"
+    perftest = source.output("ib_write_bw_version", lambda: run_command(["ib_write_bw", "--version"]))
+    if perftest.returncode == 1 and "Version" in perftest.stdout:  # perftest exits 1 after printing its version
+        perftest = Output(0, perftest.stdout)
+    mpirun = source.output("mpirun_version", lambda: run_command(["mpirun", "--version"]))
+    tools = [
+        Tool("iperf3", iperf3_version, detail=detail),
+        Tool("perftest", _parsed("ib_write_bw_version", perftest, "ib_write_bw", sv.perftest_version)),
+        Tool("mpirun", _parsed("mpirun_version", mpirun, "mpirun", sv.mpirun_version)),
+    ]
+    nccl_tests = source.output("nccl_tests", _find_nccl_tests)
+    if nccl_tests.ok and nccl_tests.stdout.strip():
+        for line in nccl_tests.stdout.splitlines():
+            path, _, flag = line.partition(" mpi=")
+            if path.strip():
+                tools.append(Tool(os.path.basename(path.strip()), "present", path=path.strip(), detail=f"mpi={flag}"))
+    else:
+        tools.append(
+            Tool(
+                "nccl-tests",
+                _command_unknown("nccl_tests", nccl_tests, "nccl-tests")
+                if not nccl_tests.ok
+                else Unknown(f"no nccl-tests binaries on PATH or in {', '.join(NCCL_TESTS_DIRS)}"),
+            )
+        )
+    return tuple(tools)
+
+
+def _find_nccl_tests() -> Output:
+    """Where the nccl-tests binaries are, and whether each was built with MPI (links libmpi)."""
+    dirs = [os.path.expanduser(d) for d in NCCL_TESTS_DIRS]
+    if os.environ.get("NCCL_TESTS_DIR"):
+        dirs.insert(0, os.environ["NCCL_TESTS_DIR"])
+    lines: list[str] = []
+    for binary in NCCL_TESTS_BINARIES:
+        found = shutil.which(binary) or next(
+            (os.path.join(d, binary) for d in dirs if os.access(os.path.join(d, binary), os.X_OK)), None
+        )
+        if found:
+            ldd = run_command(["ldd", found])
+            mpi = "yes" if "libmpi" in ldd.stdout else ("no" if ldd.ok else "unknown")
+            lines.append(f"{found} mpi={mpi}")
+    return Output(0, "\n".join(lines) + ("\n" if lines else ""))
+
+
+def collect(source: NodeSource, node: str) -> NodeFacts:
+    """Everything discovery reports for one node, read through `source`."""
+    hostname = _read(source, "/proc/sys/kernel/hostname", _text, "host name")
+    addr_out = source.output("ip_addr", lambda: run_command(["ip", "-j", "addr", "show"]))
+    addresses = _parsed("ip_addr", addr_out, "ip -j addr", sv.ip_addr_json)
+    netdevs = [_netdev(source, name, addresses) for name in _listdir(source, NET)]
+    v4 = {n.name: {a.split("/")[0] for a in n.ipv4} for n in netdevs}
+    rdma, absent = _rdma(source, v4)
+    for device in rdma:  # the netdev's own list can be empty (IPoIB child devices); trust the RDMA side too
+        for name in device.netdevs:
+            for i, netdev in enumerate(netdevs):
+                if netdev.name == name and device.name not in netdev.rdma_devices:
+                    netdevs[i] = Netdev(**{**netdev.__dict__, "rdma_devices": (*netdev.rdma_devices, device.name)})
+    management = _management(source, netdevs)
+    with_rdma = [n for n in netdevs if n.rdma_devices and n.name != management]
+    fabric = with_rdma or [n for n in netdevs if _is_fabric_candidate(source, n, management)]
+    bdfs = sorted({n.pci for n in netdevs if n.pci} | {d.pci for d in rdma if d.pci})
+    smi = source.output(
+        "nvidia_smi",
+        lambda: run_command(["nvidia-smi", "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"]),
+    )
+    gpu_rows = _parsed("nvidia_smi", smi, "nvidia-smi", sv.nvidia_smi_csv)
+    gpus: tuple[Gpu, ...] | Unknown = (
+        gpu_rows
+        if isinstance(gpu_rows, Unknown)
+        else tuple(
+            Gpu(
+                r.name,
+                r.compute_capability or Unknown("nvidia-smi did not say"),
+                r.driver or Unknown("nvidia-smi did not say"),
+            )
+            for r in gpu_rows
+        )
+    )
+    nccl = source.output("nccl_version", lambda: run_command(["ldconfig", "-p"]))
+    return NodeFacts(
+        node=node,
+        hostname=hostname,
+        netdevs=tuple(netdevs),
+        rdma=rdma,
+        rdma_absent_reason=absent,
+        pci=tuple(_pci(source, bdf) for bdf in bdfs),
+        ports=group_ports([(n.name, n.pci) for n in fabric]),
+        management=management,
+        fabric=tuple(n.name for n in fabric),
+        gpus=gpus,
+        nccl_version=_nccl_version(nccl),
+        tools=_tools(source),
+        emulated=source.emulated,
+        source=source.description,
+    )
+
+
+def _nccl_version(result: Output) -> str | Unknown:
+    if result.ok and "libnccl" not in result.stdout:
+        return Unknown("no libnccl in the ldconfig cache (NCCL inside a Python venv or container is not seen here)")
+    return _parsed("nccl_version", result, "NCCL (ldconfig -p)", sv.nccl_version)

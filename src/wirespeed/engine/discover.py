@@ -1,0 +1,203 @@
+"""Discovery across the cluster: every node's facts (through `wirespeed agent facts` on it), the active
+cabling probe on every fabric half at once, and the cabling map; or the same from snapshots, offline."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import secrets
+import shutil
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wirespeed.adapters.source import SnapshotSource
+from wirespeed.adapters.source import archive as pack_snapshot
+from wirespeed.core.cabling import CablingMap, Heard, build_map, edges_from_addresses, edges_from_probe
+from wirespeed.core.errors import WirespeedError
+from wirespeed.core.facts import NodeFacts, facts_from_json, to_jsonable
+from wirespeed.engine.collect import collect
+from wirespeed.engine.remote import Remote, agent_argv
+
+PROBE_METHOD = "active probe (L2 broadcast on every fabric half)"
+ADDRESS_METHOD = "address plan (no active probe: interfaces on one subnet taken as linked)"
+
+
+@dataclass
+class Discovery:
+    facts: dict[str, NodeFacts]
+    cabling: CablingMap
+    errors: dict[str, str] = field(default_factory=dict)  # node -> one-line reason it could not be read
+    probe_errors: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "nodes": {name: facts.to_json() for name, facts in self.facts.items()},
+            "cabling": to_jsonable(self.cabling),
+            "errors": self.errors,
+            "probe_errors": self.probe_errors,
+        }
+
+
+def _parse_json(text: str, what: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise WirespeedError(f"{what}: the agent did not answer in JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise WirespeedError(f"{what}: the agent answered something other than a JSON object")
+    return data
+
+
+def gather_facts(remote: Remote, timeout_s: float = 90.0) -> tuple[dict[str, NodeFacts], dict[str, str]]:
+    results = remote.run_all(lambda n: [*agent_argv(n), "agent", "facts", "--node", n.name], timeout_s=timeout_s)
+    facts: dict[str, NodeFacts] = {}
+    errors: dict[str, str] = {}
+    for result in results:
+        if not result.ok:
+            errors[result.node] = result.message + (f" (hint: {result.hint})" if result.hint else "")
+            continue
+        try:
+            facts[result.node] = facts_from_json(_parse_json(result.stdout, result.node))
+        except (WirespeedError, TypeError, KeyError) as exc:
+            errors[result.node] = f"{result.node}: {exc}"
+    return facts, errors
+
+
+def run_probe(
+    remote: Remote, facts: dict[str, NodeFacts], duration_s: float = 2.0
+) -> tuple[list[Heard], dict[str, dict[str, str]], dict[str, list[dict[str, str]]]]:
+    """All nodes beacon and listen at once; returns what was heard, per-interface errors, and raw results."""
+    token = secrets.token_hex(8)
+    nodes = [n for n in remote.cluster.nodes if n.name in facts and facts[n.name].fabric]
+    results = remote.run_all(
+        lambda n: [
+            *agent_argv(n),
+            "agent",
+            "probe",
+            "--node",
+            n.name,
+            "--ifaces",
+            ",".join(facts[n.name].fabric),
+            "--duration",
+            str(duration_s),
+            "--token",
+            token,
+        ],
+        nodes=nodes,
+        timeout_s=duration_s + 60,
+    )
+    heard: list[Heard] = []
+    errors: dict[str, dict[str, str]] = {}
+    raw: dict[str, list[dict[str, str]]] = {}
+    for result in results:
+        if not result.ok:
+            errors[result.node] = {"*": result.message}
+            continue
+        data = _parse_json(result.stdout, result.node)
+        raw[result.node] = data.get("heard", [])
+        if data.get("errors"):
+            errors[result.node] = dict(data["errors"])
+        heard += [
+            Heard(result.node, h["rx_iface"], h["from_node"], h["from_iface"], h.get("from_mac"))
+            for h in raw[result.node]
+        ]
+    return heard, errors, raw
+
+
+def discover_live(remote: Remote, *, probe: bool = True, duration_s: float = 2.0) -> Discovery:
+    facts, errors = gather_facts(remote)
+    if probe and len(facts) > 1:
+        heard, probe_errors, _ = run_probe(remote, facts, duration_s)
+        cabling = build_map(facts, edges_from_probe(heard), PROBE_METHOD)
+        return Discovery(facts, cabling, errors, probe_errors)
+    return Discovery(facts, build_map(facts, edges_from_addresses(facts), ADDRESS_METHOD), errors)
+
+
+# ------------------------------------------------------------------------------------------------- snapshots
+def snapshot_dirs(paths: list[Path], workdir: Path) -> list[Path]:
+    """Expand --snapshot arguments: a node snapshot, a directory of them, or NODE.tar.gz files."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_file() and path.name.endswith((".tar.gz", ".tgz")):
+            target = workdir / path.name.removesuffix(".tar.gz").removesuffix(".tgz")
+            try:
+                with tarfile.open(path) as archive:
+                    archive.extractall(target, filter="data")
+            except (OSError, tarfile.TarError) as exc:
+                raise WirespeedError(f"{path}: cannot unpack snapshot: {exc}") from None
+            found += snapshot_dirs([target], workdir) if not (target / "meta.json").exists() else [target]
+        elif (path / "meta.json").is_file():
+            found.append(path)
+        elif path.is_dir():
+            children = sorted(p for p in path.iterdir() if (p / "meta.json").is_file() or p.name.endswith(".tar.gz"))
+            if not children:
+                raise WirespeedError(
+                    f"{path}: no snapshot here (no meta.json)", hint="give the path `snapshot -o` wrote"
+                )
+            found += snapshot_dirs(children, workdir)
+        else:
+            raise WirespeedError(f"{path}: no such snapshot", hint="give a snapshot directory or NODE.tar.gz")
+    return found
+
+
+def discover_snapshots(paths: list[Path]) -> Discovery:
+    with tempfile.TemporaryDirectory(prefix="wirespeed-snap-") as work:
+        facts: dict[str, NodeFacts] = {}
+        heard: list[Heard] = []
+        probed = True
+        for directory in snapshot_dirs(paths, Path(work)):
+            try:
+                source = SnapshotSource(directory)
+            except ValueError as exc:
+                raise WirespeedError(str(exc), hint="take one with `wirespeed snapshot -o PATH`") from None
+            if source.node in facts:
+                raise WirespeedError(f"{directory}: node {source.node!r} given twice")
+            facts[source.node] = collect(source, source.node)
+            probe_file = directory / "probe.json"
+            if probe_file.is_file():
+                for h in json.loads(probe_file.read_text()).get("heard", []):
+                    heard.append(Heard(source.node, h["rx_iface"], h["from_node"], h["from_iface"], h.get("from_mac")))
+            else:
+                probed = False
+    if probed and len(facts) > 1:
+        return Discovery(facts, build_map(facts, edges_from_probe(heard), PROBE_METHOD + ", recorded in the snapshot"))
+    return Discovery(facts, build_map(facts, edges_from_addresses(facts), ADDRESS_METHOD))
+
+
+def take_snapshots(
+    remote: Remote, out: Path, *, probe: bool = True, tar: bool = False
+) -> tuple[list[Path], dict[str, str]]:
+    """Each node records what discovery reads into a snapshot; the probe's result is stored beside it."""
+    out.mkdir(parents=True, exist_ok=True)
+    results = remote.run_all(lambda n: [*agent_argv(n), "agent", "snapshot", "--node", n.name], timeout_s=120)
+    written: list[Path] = []
+    errors: dict[str, str] = {}
+    facts: dict[str, NodeFacts] = {}
+    for result in results:
+        if not result.ok:
+            errors[result.node] = result.message
+            continue
+        data = _parse_json(result.stdout, result.node)
+        blob = base64.b64decode(data["tar_gz_b64"])
+        target = out / result.node
+        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as packed_node:
+            packed_node.extractall(out, filter="data")
+        facts[result.node] = facts_from_json(data["facts"])
+        written.append(target)
+    if probe and len(facts) > 1:
+        _, probe_errors, raw = run_probe(remote, facts)
+        for node, heard in raw.items():
+            (out / node / "probe.json").write_text(
+                json.dumps({"heard": heard, "errors": probe_errors.get(node, {})}, indent=2)
+            )
+    if tar:
+        packed = []
+        for path in written:
+            packed.append(pack_snapshot(path, out / f"{path.name}.tar.gz"))
+            shutil.rmtree(path)
+        written = packed
+    return written, errors
