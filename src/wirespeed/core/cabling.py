@@ -134,7 +134,11 @@ def build_map(facts: Mapping[str, NodeFacts], edges: set[frozenset[End]], method
     nodes_linked = {n for pair in node_pairs for n in pair}
     topology: str
     cables: int | None = None
-    if not pairs:
+    if len(facts) < 2:
+        topology = "single"
+        unpaired.clear()
+        findings.clear()
+    elif not pairs:
         topology = "none"
         findings.append(
             Finding("fail", "no fabric link between any two nodes was found", "check cables and link state")

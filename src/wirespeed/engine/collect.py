@@ -330,7 +330,7 @@ def collect(source: NodeSource, node: str) -> NodeFacts:
             for r in gpu_rows
         )
     )
-    nccl = source.output("nccl_version", lambda: run_command(["ldconfig", "-p"]))
+    nccl = source.output("nccl_version", _find_nccl)
     return NodeFacts(
         node=node,
         hostname=hostname,
@@ -347,6 +347,22 @@ def collect(source: NodeSource, node: str) -> NodeFacts:
         emulated=source.emulated,
         source=source.description,
     )
+
+
+def _find_nccl() -> Output:
+    """`ldconfig -p` lines for libnccl, each followed by the file its link resolves to (which carries the
+    version: libnccl.so.2 -> libnccl.so.2.28.9)."""
+    listing = run_command(["ldconfig", "-p"])
+    if not listing.ok:
+        return listing
+    lines: list[str] = []
+    for line in listing.stdout.splitlines():
+        if "libnccl" in line:
+            lines.append(line.strip())
+            path = line.rpartition("=>")[2].strip()
+            if path:
+                lines.append(f"=> {os.path.realpath(path)}")
+    return Output(0, "\n".join(lines) + ("\n" if lines else ""))
 
 
 def _nccl_version(result: Output) -> str | Unknown:

@@ -99,6 +99,16 @@ def node_summary(facts: NodeFacts) -> Text:
     text = Text()
     if facts.rdma_absent_reason:
         text.append(f"  {facts.rdma_absent_reason}\n", style="yellow")
+    for device in facts.rdma:
+        for port in device.ports:
+            index = port.rocev2_ipv4_index
+            netdev = facts.netdev(device.netdevs[0]) if device.netdevs else None
+            if isinstance(index, int) and index > 3 and netdev is not None and netdev.ipv6:
+                text.append(
+                    f"  {device.name}: RoCE v2 IPv4 GID index {index}, shifted by IPv6 on {netdev.name} "
+                    f"({', '.join(netdev.ipv6)}); do not pin NCCL_IB_GID_INDEX, or turn IPv6 off there\n",
+                    style="yellow",
+                )
     gpus = facts.gpus
     gpu_text = (
         f"unknown ({gpus.reason})"
@@ -109,9 +119,17 @@ def node_summary(facts: NodeFacts) -> Text:
     nccl = facts.nccl_version
     text.append(f"  NCCL: {nccl.reason if isinstance(nccl, Unknown) else nccl}\n")
     tools = []
+    nccl_tests = [t for t in facts.tools if t.path]
     for tool in facts.tools:
+        if tool.path:
+            continue
         version = f"unknown ({tool.version.reason})" if isinstance(tool.version, Unknown) else tool.version
         tools.append(f"{tool.name} {version}" + (f" [{tool.detail}]" if tool.detail else ""))
+    if nccl_tests:
+        mpi = {t.detail or "" for t in nccl_tests}
+        tools.append(
+            f"nccl-tests {', '.join(t.name.removesuffix('_perf') for t in nccl_tests)} [{', '.join(sorted(mpi))}]"
+        )
     text.append("  tools: " + "; ".join(tools))
     return text
 
