@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import shutil
 import socket
@@ -334,17 +335,7 @@ def up(
     if existing or any(ns in system.netns_list() for ns in requested.namespaces):
         progress(f"removing the earlier testbed {prefix!r} first")
         down(prefix)
-    plan = make_plan(
-        prefix=prefix,
-        nodes=nodes,
-        topology=topo,
-        cables=cables,
-        half_rate_bps=half_rate_bps,
-        mtu=mtu,
-        switch_mtu=switch_mtu,
-        miswire=miswire,
-        mgmt_index=pick_mgmt_index(prefix),
-    )
+    plan = dataclasses.replace(requested, mgmt_index=pick_mgmt_index(prefix))
     state = TestbedState(plan=plan, phase="building")
     state.save()  # before touching the system, so `down` can always find what was made
     builder = _Builder(plan, sshd, progress)
