@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import ipaddress
 import shutil
 import socket
@@ -318,24 +317,28 @@ def up(
     except ValueError:
         raise UsageError(f"unknown topology {topology!r}", hint="use direct, ring or switch") from None
     existing = load_state(prefix)
-    requested = make_plan(
-        prefix=prefix,
-        nodes=nodes,
-        topology=topo,
-        cables=cables,
-        half_rate_bps=half_rate_bps,
-        mtu=mtu,
-        switch_mtu=switch_mtu,
-        miswire=miswire,
-        mgmt_index=existing.plan.mgmt_index if existing else 0,
-    )  # validates the arguments before anything is touched
+
+    def plan_for(mgmt_index: int) -> TestbedPlan:
+        return make_plan(
+            prefix=prefix,
+            nodes=nodes,
+            topology=topo,
+            cables=cables,
+            half_rate_bps=half_rate_bps,
+            mtu=mtu,
+            switch_mtu=switch_mtu,
+            miswire=miswire,
+            mgmt_index=mgmt_index,
+        )
+
+    requested = plan_for(existing.plan.mgmt_index if existing else 0)  # validates before anything is touched
     if existing and existing.phase == "up" and existing.plan == requested and not health_problems(existing):
         progress(f"testbed {prefix!r} is already up")
         return existing
     if existing or any(ns in system.netns_list() for ns in requested.namespaces):
         progress(f"removing the earlier testbed {prefix!r} first")
         down(prefix)
-    plan = dataclasses.replace(requested, mgmt_index=pick_mgmt_index(prefix))
+    plan = plan_for(pick_mgmt_index(prefix))
     state = TestbedState(plan=plan, phase="building")
     state.save()  # before touching the system, so `down` can always find what was made
     builder = _Builder(plan, sshd, progress)
