@@ -132,6 +132,13 @@ class NodeFacts:
     tools: tuple[Tool, ...]
     emulated: bool = False
     source: str = "live"
+    # For the checks. sysctls holds what could be read (key as in sysctl: net.core.rmem_max); absent = unreadable.
+    sysctls: dict[str, str] = field(default_factory=dict)
+    memlock_bytes: int | Unknown | None = field(default_factory=lambda: Unknown("not read"))  # None = unlimited
+    kernel_messages: tuple[str, ...] | Unknown = field(default_factory=lambda: Unknown("not read"))
+    environment: dict[str, str] = field(default_factory=dict)  # NCCL_*, UCX_*, OMPI_MCA_* of an ssh session
+    in_container: bool | Unknown = field(default_factory=lambda: Unknown("not read"))
+    dev_infiniband: tuple[str, ...] | Unknown = field(default_factory=lambda: Unknown("not read"))
 
     def netdev(self, name: str) -> Netdev | None:
         return next((n for n in self.netdevs if n.name == name), None)

@@ -346,6 +346,7 @@ def collect(source: NodeSource, node: str) -> NodeFacts:
         tools=_tools(source),
         emulated=source.emulated,
         source=source.description,
+        **_for_checks(source, [n.name for n in fabric]),  # type: ignore[arg-type]
     )
 
 
@@ -363,6 +364,97 @@ def _find_nccl() -> Output:
             if path:
                 lines.append(f"=> {os.path.realpath(path)}")
     return Output(0, "\n".join(lines) + ("\n" if lines else ""))
+
+
+GLOBAL_SYSCTLS = (
+    "net.core.rmem_max",
+    "net.core.wmem_max",
+    "net.core.rmem_default",
+    "net.core.wmem_default",
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem",
+    "net.core.netdev_max_backlog",
+    "net.ipv4.conf.all.arp_ignore",
+    "net.ipv4.conf.all.arp_announce",
+    "net.ipv4.conf.all.rp_filter",
+    "net.ipv4.conf.default.rp_filter",
+)
+PER_INTERFACE_SYSCTLS = (
+    "net.ipv4.conf.{}.arp_ignore",
+    "net.ipv4.conf.{}.arp_announce",
+    "net.ipv4.conf.{}.rp_filter",
+    "net.ipv6.conf.{}.disable_ipv6",
+)
+ENV_PREFIXES = ("NCCL_", "UCX_", "OMPI_MCA_", "GLOO_", "CUDA_VISIBLE_DEVICES")
+KERNEL_PATTERNS = ("insufficient power",)
+
+
+def _sysctls(source: NodeSource, fabric: list[str]) -> dict[str, str]:
+    keys = list(GLOBAL_SYSCTLS) + [k.format(i) for i in fabric for k in PER_INTERFACE_SYSCTLS]
+    values: dict[str, str] = {}
+    for key in keys:
+        value = _read(source, "/proc/sys/" + key.replace(".", "/"), _text, key)
+        if not isinstance(value, Unknown):
+            values[key] = " ".join(value.split())
+    return values
+
+
+def _memlock() -> Output:
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    return Output(0, "unlimited\n" if soft == resource.RLIM_INFINITY else f"{soft}\n")
+
+
+def _kernel_messages() -> Output:
+    result = run_command(["dmesg"])
+    if not result.ok:
+        return result
+    lines = [line for line in result.stdout.splitlines() if any(p in line.lower() for p in KERNEL_PATTERNS)]
+    return Output(0, "\n".join(lines) + ("\n" if lines else ""))
+
+
+def _environment() -> Output:
+    pairs = sorted((k, v) for k, v in os.environ.items() if k.startswith(ENV_PREFIXES))
+    return Output(0, "".join(f"{k}={v}\n" for k, v in pairs))
+
+
+def _in_container(source: NodeSource) -> bool | Unknown:
+    if source.exists("/.dockerenv") or source.exists("/run/.containerenv"):
+        return True
+    cgroup = _read(source, "/proc/1/cgroup", _text, "cgroup of PID 1")
+    if isinstance(cgroup, Unknown):
+        return cgroup
+    return any(word in cgroup for word in ("docker", "containerd", "kubepods", "libpod", "lxc"))
+
+
+def _for_checks(source: NodeSource, fabric: list[str]) -> dict[str, object]:
+    memlock = source.output("memlock", _memlock)
+    memlock_bytes: int | Unknown | None
+    if not memlock.ok:
+        memlock_bytes = _command_unknown("memlock", memlock, "getrlimit")
+    else:
+        text = memlock.stdout.strip()
+        memlock_bytes = None if text == "unlimited" else (int(text) if text.isdigit() else Unknown(f"memlock {text!r}"))
+    kernel = source.output("kernel_messages", _kernel_messages)
+    messages: tuple[str, ...] | Unknown = (
+        tuple(kernel.stdout.splitlines()) if kernel.ok else _command_unknown("kernel_messages", kernel, "dmesg")
+    )
+    env = source.output("environment", _environment)
+    environment = dict(line.split("=", 1) for line in env.stdout.splitlines() if "=" in line) if env.ok else {}
+    devices: tuple[str, ...] | Unknown = (
+        tuple(_listdir(source, "/dev/infiniband"))
+        if source.exists("/dev/infiniband")
+        else Unknown("/dev/infiniband does not exist")
+    )
+    return {
+        "sysctls": _sysctls(source, fabric),
+        "memlock_bytes": memlock_bytes,
+        "kernel_messages": messages,
+        "environment": environment,
+        "in_container": _in_container(source),
+        "dev_infiniband": devices,
+    }
 
 
 def _nccl_version(result: Output) -> str | Unknown:

@@ -1,0 +1,113 @@
+"""What a check says: a stable id, a status, the evidence it saw, and the exact fix when it does not pass."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from wirespeed.core.cabling import CablingMap
+from wirespeed.core.facts import NodeFacts, to_jsonable
+
+
+class CheckStatus(StrEnum):
+    PASS = "pass"  # noqa: S105 - a status, not a password
+    WARN = "warn"
+    FAIL = "fail"
+    SKIP = "skip"
+
+
+SEVERITY_ORDER = {CheckStatus.FAIL: 0, CheckStatus.WARN: 1, CheckStatus.SKIP: 2, CheckStatus.PASS: 3}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One value a check looked at, where it came from."""
+
+    node: str | None
+    subject: str | None  # interface, device, sysctl, tool, ...
+    what: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class Fix:
+    """The exact change that would make the check pass, on one node (or on the switch, or anywhere)."""
+
+    node: str | None
+    description: str
+    commands: tuple[str, ...] = ()  # shell lines for a person to run, shown, never executed by check
+    files: tuple[tuple[str, str], ...] = ()  # (path, content) for a file change
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    id: str
+    title: str
+    status: CheckStatus
+    summary: str  # one line
+    evidence: tuple[Evidence, ...] = ()
+    fixes: tuple[Fix, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return to_jsonable(self)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class ActiveResults:
+    """What checks measured on the live cluster (absent for snapshots): path MTU pings and the ssh mesh."""
+
+    # (node, iface, peer node, peer address) -> True when a don't-fragment ping at full MTU answered
+    mtu_pings: Mapping[tuple[str, str, str, str], bool] | None = None
+    # (from node, to node) -> None when ssh worked, else the one-line reason
+    ssh_mesh: Mapping[tuple[str, str], str | None] | None = None
+
+
+@dataclass(frozen=True)
+class CheckInput:
+    """Everything the checks may look at. Pure data: checks never touch the system."""
+
+    facts: Mapping[str, NodeFacts]
+    cabling: CablingMap
+    active: ActiveResults = field(default_factory=ActiveResults)
+
+
+CheckFunction = Callable[[CheckInput], CheckResult]
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    id: str
+    title: str
+    run: CheckFunction
+
+
+REGISTRY: dict[str, CheckSpec] = {}
+
+
+def check(check_id: str, title: str) -> Callable[[CheckFunction], CheckFunction]:
+    """Register a check under a stable id; adding one touches no other."""
+
+    def register(func: CheckFunction) -> CheckFunction:
+        if check_id in REGISTRY:
+            raise ValueError(f"check id {check_id!r} registered twice")
+        REGISTRY[check_id] = CheckSpec(check_id, title, func)
+        return func
+
+    return register
+
+
+def result(
+    spec_id: str,
+    status: CheckStatus,
+    summary: str,
+    evidence: list[Evidence] | tuple[Evidence, ...] = (),
+    fixes: list[Fix] | tuple[Fix, ...] = (),
+) -> CheckResult:
+    """Build a result for a registered check (its title comes from the registry)."""
+    return CheckResult(spec_id, REGISTRY[spec_id].title, status, summary, tuple(evidence), tuple(fixes))
+
+
+def skip(spec_id: str, reason: str) -> CheckResult:
+    return result(spec_id, CheckStatus.SKIP, reason)
