@@ -226,6 +226,57 @@ def discover_cmd(
     raise SystemExit(1 if result.errors or not result.facts else 0)
 
 
+@cli.command("check")
+@cluster_options
+@click.option(
+    "--snapshot",
+    "snapshots",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Check snapshots (directory or NODE.tar.gz) instead of live nodes; repeatable.",
+)
+@click.option("--only", default="", help="Comma-separated check ids to run.")
+@click.option("--skip", "skip_ids", default="", help="Comma-separated check ids to leave out.")
+@click.option("--no-active", is_flag=True, help="No active measurements (cabling probe, MTU pings, ssh mesh).")
+@json_option
+@pass_ctx
+def check_cmd(
+    ctx: Ctx,
+    cluster_file: Path | None,
+    hosts: str | None,
+    user: str | None,
+    snapshots: tuple[Path, ...],
+    only: str,
+    skip_ids: str,
+    no_active: bool,
+    json_mode: bool,
+) -> None:
+    """Every known pitfall, with the evidence seen and the exact fix. Exit 0: nothing fails; 1: something
+    fails; 2: a check or a node could not be read."""
+    from wirespeed.engine import checks, discover
+    from wirespeed.ui.checks import check_report
+
+    out = ctx.output(json_mode)
+    ids = checks.select(only.split(","), skip_ids.split(","))
+    if snapshots:
+        if cluster_file or hosts:
+            raise UsageError("give --snapshot or live nodes (--cluster/--hosts), not both")
+        run = checks.run_checks(discover.discover_snapshots(list(snapshots)), ids)
+    else:
+        resolved = resolve_cluster(cluster_file, hosts, user)
+        if resolved.note:
+            out.message(f"wirespeed: {resolved.note}")
+        remote = Remote(resolved.cluster)
+        found = discover.discover_live(remote, probe=not no_active)
+        active = None if no_active else checks.measure_active(remote, found, ids)
+        run = checks.run_checks(found, ids, active)
+    if json_mode:
+        out.data(run.to_json())
+    else:
+        out.console.print(check_report(run))
+    raise SystemExit(run.exit_status)
+
+
 @cli.command("snapshot")
 @cluster_options
 @click.option(

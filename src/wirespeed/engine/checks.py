@@ -1,0 +1,142 @@
+"""Run the checks on a cluster (live, with the active measurements) or on snapshots."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from wirespeed.core.checks.model import (
+    REGISTRY,
+    SEVERITY_ORDER,
+    ActiveResults,
+    CheckInput,
+    CheckResult,
+    CheckStatus,
+)
+from wirespeed.core.errors import UsageError
+from wirespeed.core.facts import NodeFacts, Unknown
+from wirespeed.engine.discover import Discovery
+from wirespeed.engine.remote import Remote
+
+CHECK_MODULES = ("wirespeed.core.checks.mesh", "wirespeed.core.checks.all")
+
+
+def load_checks() -> None:
+    """Import every check module so that each registers itself."""
+    for name in CHECK_MODULES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+
+
+@dataclass
+class CheckRun:
+    results: list[CheckResult]
+    discovery: Discovery
+    errors: list[str] = field(default_factory=list)  # checks that could not run, nodes not read
+
+    @property
+    def exit_status(self) -> int:
+        if self.errors:
+            return 2
+        return 1 if any(r.status is CheckStatus.FAIL for r in self.results) else 0
+
+    def to_json(self) -> dict[str, Any]:
+        counts = {status.value: sum(r.status is status for r in self.results) for status in CheckStatus}
+        return {
+            "results": [r.to_json() for r in self.results],
+            "counts": counts,
+            "errors": self.errors,
+            "exit_status": self.exit_status,
+        }
+
+
+def select(only: Iterable[str], skip: Iterable[str]) -> list[str]:
+    load_checks()
+    only_ids, skip_ids = [i for i in only if i], [i for i in skip if i]
+    unknown = sorted(set(only_ids + skip_ids) - set(REGISTRY))
+    if unknown:
+        raise UsageError(f"unknown check id(s): {', '.join(unknown)}", hint=f"ids are: {', '.join(sorted(REGISTRY))}")
+    chosen = only_ids or sorted(REGISTRY)
+    return [i for i in chosen if i not in skip_ids]
+
+
+def run_checks(discovery: Discovery, ids: list[str], active: ActiveResults | None = None) -> CheckRun:
+    data = CheckInput(discovery.facts, discovery.cabling, active or ActiveResults())
+    results: list[CheckResult] = []
+    errors = list(discovery.errors.values())
+    for check_id in ids:
+        spec = REGISTRY[check_id]
+        try:
+            results.append(spec.run(data))
+        except Exception as exc:  # a check that crashes is our bug: say so, keep the others
+            errors.append(f"check {check_id} could not run: {type(exc).__name__}: {exc}")
+    results.sort(key=lambda r: (SEVERITY_ORDER[r.status], r.id))
+    return CheckRun(results, discovery, errors)
+
+
+# ----------------------------------------------------------------------------------------- active measurements
+def _ipv4(facts: NodeFacts, iface: str) -> str | None:
+    netdev = facts.netdev(iface)
+    return netdev.ipv4[0].split("/")[0] if netdev and netdev.ipv4 else None
+
+
+def measure_mtu_paths(remote: Remote, discovery: Discovery) -> dict[tuple[str, str, str, str], bool]:
+    """A don't-fragment ping at the sender's full MTU across every link, in both directions."""
+    jobs: list[tuple[str, str, str, str, int]] = []
+    for (a_node, a_if), (b_node, b_if) in discovery.cabling.links:
+        for (src, src_if), (dst, dst_if) in (((a_node, a_if), (b_node, b_if)), ((b_node, b_if), (a_node, a_if))):
+            src_facts, dst_facts = discovery.facts.get(src), discovery.facts.get(dst)
+            if src_facts is None or dst_facts is None:
+                continue
+            target = _ipv4(dst_facts, dst_if)
+            netdev = src_facts.netdev(src_if)
+            if target is None or netdev is None or isinstance(netdev.mtu, Unknown):
+                continue
+            jobs.append((src, src_if, dst, target, netdev.mtu))
+
+    def ping(job: tuple[str, str, str, str, int]) -> tuple[tuple[str, str, str, str], bool]:
+        src, src_if, dst, target, mtu = job
+        argv = ["ping", "-M", "do", "-s", str(mtu - 28), "-c", "2", "-i", "0.2", "-W", "1", "-I", src_if, target]
+        return (src, src_if, dst, target), remote.run(remote.cluster.node(src), argv, timeout_s=15).ok
+
+    if not jobs:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(16, len(jobs))) as pool:
+        return dict(pool.map(ping, jobs))
+
+
+def measure_ssh_mesh(remote: Remote, discovery: Discovery) -> dict[tuple[str, str], str | None]:
+    """From every node, `ssh -oBatchMode=yes PEER true` to every other node's management address."""
+    targets = {
+        name: address
+        for name, facts in discovery.facts.items()
+        if not isinstance(facts.management, Unknown) and (address := _ipv4(facts, facts.management))
+    }
+    jobs = [(a, b) for a in discovery.facts for b in targets if a != b]
+
+    def attempt(job: tuple[str, str]) -> tuple[tuple[str, str], str | None]:
+        a, b = job
+        argv = ["ssh", "-oBatchMode=yes", "-oConnectTimeout=5", "-oStrictHostKeyChecking=yes", targets[b], "true"]
+        outcome = remote.run(remote.cluster.node(a), argv, timeout_s=20)
+        if outcome.ok:
+            return job, None
+        lines = [line for line in (outcome.stderr or outcome.stdout).strip().splitlines() if line.strip()]
+        return job, lines[-1] if lines else outcome.message
+
+    if not jobs:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(16, len(jobs))) as pool:
+        return dict(pool.map(attempt, jobs))
+
+
+def measure_active(remote: Remote, discovery: Discovery, ids: list[str]) -> ActiveResults:
+    return ActiveResults(
+        mtu_pings=measure_mtu_paths(remote, discovery) if "mtu.path" in ids else None,
+        ssh_mesh=measure_ssh_mesh(remote, discovery) if "ssh.mesh" in ids else None,
+    )
