@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import ipaddress
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -67,6 +68,7 @@ def select(only: Iterable[str], skip: Iterable[str]) -> list[str]:
 
 
 def run_checks(discovery: Discovery, ids: list[str], active: ActiveResults | None = None) -> CheckRun:
+    load_checks()
     data = CheckInput(discovery.facts, discovery.cabling, active or ActiveResults())
     results: list[CheckResult] = []
     errors = list(discovery.errors.values())
@@ -97,6 +99,9 @@ def measure_mtu_paths(remote: Remote, discovery: Discovery) -> dict[tuple[str, s
             target = _ipv4(dst_facts, dst_if)
             netdev = src_facts.netdev(src_if)
             if target is None or netdev is None or isinstance(netdev.mtu, Unknown):
+                continue
+            # Through a switch every half hears every other; only peers on its own subnet are its path.
+            if not any(ipaddress.IPv4Address(target) in ipaddress.IPv4Interface(c).network for c in netdev.ipv4):
                 continue
             jobs.append((src, src_if, dst, target, netdev.mtu))
 

@@ -82,6 +82,11 @@ class _Builder:
             self.ip(netns, "link", "set", "lo", "up")
             # IPv6 stays off on new interfaces unless a fault turns it on (it shifts RoCE GID indices).
             self.sysctl(netns, "net.ipv6.conf.default.disable_ipv6", "1")
+        for node in self.plan.nodes:
+            # A well-set multi-homed host: each half answers ARP only for its own address (through a switch
+            # every half hears every ARP request). `wirespeed check` (sysctl.arp) flags hosts without it.
+            self.sysctl(node.name, "net.ipv4.conf.all.arp_ignore", "1")
+            self.sysctl(node.name, "net.ipv4.conf.all.arp_announce", "2")
 
     def management(self) -> None:
         plan = self.plan

@@ -1,0 +1,14 @@
+"""Every check module, imported once so that each check registers itself (`wirespeed.engine.checks` imports this)."""
+
+from __future__ import annotations
+
+from wirespeed.core.checks import (  # noqa: F401 - imported for their @check registrations
+    addressing,
+    host,
+    links,
+    mtu,
+    nccl,
+    rdma,
+    sysctl,
+    tools,
+)

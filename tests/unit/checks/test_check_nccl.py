@@ -1,0 +1,84 @@
+"""nccl.env."""
+
+from __future__ import annotations
+
+from builders import assert_actionable, cluster, fix_text, run, spark, without_rdma
+
+from wirespeed.core.checks.common import NcclList
+from wirespeed.core.checks.model import CheckStatus
+
+
+def env(**values: str) -> dict[str, str]:
+    return dict(values)
+
+
+def test_nothing_set_passes_with_a_note() -> None:
+    outcome = run("nccl.env", cluster(spark("s1", 10), spark("s2", 11)))
+    assert outcome.status is CheckStatus.PASS
+    assert "no NCCL_* set" in outcome.summary
+
+
+def test_hca_list_with_both_halves_and_a_real_socket_interface_passes() -> None:
+    good = env(NCCL_IB_HCA="rocep1s0f1,roceP2p1s0f1", NCCL_SOCKET_IFNAME="enP7s7", NCCL_NET_PLUGIN="none")
+    outcome = run("nccl.env", cluster(spark("s1", 10, environment=good), spark("s2", 11)))
+    assert outcome.status is CheckStatus.PASS
+
+
+def test_hca_list_with_one_half_fails() -> None:
+    outcome = run("nccl.env", cluster(spark("s1", 10, environment=env(NCCL_IB_HCA="rocep1s0f1"))))
+    assert outcome.status is CheckStatus.FAIL
+    assert_actionable(outcome)
+    [evidence] = outcome.evidence
+    assert (evidence.node, evidence.subject, evidence.value) == ("s1", "NCCL_IB_HCA", "rocep1s0f1")
+    assert "roceP2p1s0f1" in evidence.what
+    assert "export NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1" in outcome.fixes[0].commands
+
+
+def test_hca_naming_a_missing_device_fails() -> None:
+    value = "=rocep1s0f1,roceP2p1s0f1,mlx5_0"
+    outcome = run("nccl.env", cluster(spark("s1", 10, environment=env(NCCL_IB_HCA=value))))
+    assert outcome.status is CheckStatus.FAIL
+    assert "'mlx5_0', not an RDMA device here" in outcome.evidence[0].what
+
+
+def test_hca_exclusion_of_a_half_fails() -> None:
+    outcome = run("nccl.env", cluster(spark("s1", 10, environment=env(NCCL_IB_HCA="^roceP2p1s0f1"))))
+    assert outcome.status is CheckStatus.FAIL
+
+
+def test_hca_is_not_checked_without_rdma() -> None:
+    outcome = run("nccl.env", cluster(without_rdma(spark("s1", 10, environment=env(NCCL_IB_HCA="mlx5")))))
+    assert outcome.status is CheckStatus.PASS
+    assert "NCCL_IB_HCA not checked on s1" in outcome.summary
+
+
+def test_socket_ifname_must_exist() -> None:
+    outcome = run("nccl.env", cluster(spark("s1", 10, environment=env(NCCL_SOCKET_IFNAME="eth0"))))
+    assert outcome.status is CheckStatus.FAIL
+    assert [(e.node, e.subject, e.value) for e in outcome.evidence] == [("s1", "NCCL_SOCKET_IFNAME", "eth0")]
+    assert "export NCCL_SOCKET_IFNAME=enP7s7" in fix_text(outcome.fixes)
+    for fine in ("enp1s0f1", "=enP7s7", "^docker,lo", "^eth9"):  # prefixes match; an exclusion needs no match
+        outcome = run("nccl.env", cluster(spark("s1", 10, environment=env(NCCL_SOCKET_IFNAME=fine))))
+        assert outcome.status is CheckStatus.PASS, fine
+
+
+def test_ib_disabled_and_empty_gid_index_fail() -> None:
+    bad = env(NCCL_IB_DISABLE="1", NCCL_IB_GID_INDEX="")
+    outcome = run("nccl.env", cluster(spark("s1", 10, environment=bad)))
+    assert outcome.status is CheckStatus.FAIL
+    assert {e.subject for e in outcome.evidence} == {"NCCL_IB_DISABLE", "NCCL_IB_GID_INDEX"}
+    assert {"unset NCCL_IB_DISABLE", "unset NCCL_IB_GID_INDEX"} <= set(fix_text(outcome.fixes).splitlines())
+
+
+def test_a_net_plugin_warns() -> None:
+    outcome = run("nccl.env", cluster(spark("s1", 10, environment=env(NCCL_NET_PLUGIN="aws-ofi"))))
+    assert outcome.status is CheckStatus.WARN
+    assert "export NCCL_NET_PLUGIN=none" in fix_text(outcome.fixes)
+
+
+def test_nccl_list_syntax() -> None:
+    assert NcclList.parse("rocep1s0f1:1,roceP2p1s0f1").selects("roceP2p1s0f1")
+    assert not NcclList.parse("=rocep1s0f").selects("rocep1s0f1")
+    assert NcclList.parse("rocep1s0f").selects("rocep1s0f1")
+    assert not NcclList.parse("^=rocep1s0f1").selects("rocep1s0f1")
+    assert NcclList.parse("^=rocep1s0f1").selects("roceP2p1s0f1")
