@@ -202,6 +202,8 @@ class RecordingSource:
                     mirror.symlink_to(os.readlink(entry))
             elif os.path.isdir(entry):
                 mirror.mkdir(parents=True, exist_ok=True)
+            elif not mirror.exists():
+                mirror.touch()  # a placeholder keeps the listing (device nodes, files not read)
         return names
 
     def realpath(self, path: str) -> str:
@@ -214,7 +216,13 @@ class RecordingSource:
     def exists(self, path: str) -> bool:
         found = self.live.exists(path)
         if found:
-            self._mirror_path(path)
+            resolved = self._mirror_path(path)
+            mirror = self.out / resolved.lstrip("/")
+            if os.path.isdir(resolved):
+                mirror.mkdir(parents=True, exist_ok=True)
+            elif not os.path.lexists(mirror):
+                mirror.parent.mkdir(parents=True, exist_ok=True)
+                mirror.touch()  # only its existence was asked for
         return found
 
     def output(self, name: str, produce: Callable[[], Output]) -> Output:
