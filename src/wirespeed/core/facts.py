@@ -139,6 +139,11 @@ class NodeFacts:
     environment: dict[str, str] = field(default_factory=dict)  # NCCL_*, UCX_*, OMPI_MCA_* of an ssh session
     in_container: bool | Unknown = field(default_factory=lambda: Unknown("not read"))
     dev_infiniband: tuple[str, ...] | Unknown = field(default_factory=lambda: Unknown("not read"))
+    # Per fabric interface: `ethtool -k` features {name: [on, fixed]} and `ethtool -S` counters; absent = unread.
+    offloads: dict[str, dict[str, list[bool]]] = field(default_factory=dict)
+    nic_counters: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Firewall listings by tool ("nft", "iptables", "ufw"): raw text; a tool that is not installed is absent.
+    firewall: dict[str, str] = field(default_factory=dict)
 
     def netdev(self, name: str) -> Netdev | None:
         return next((n for n in self.netdevs if n.name == name), None)

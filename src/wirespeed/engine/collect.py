@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from wirespeed.core.facts import (
     Tool,
     Unknown,
 )
+from wirespeed.core.parsers import ethtool
 from wirespeed.core.parsers import sysfs_values as sv
 from wirespeed.core.ports import group_ports
 
@@ -387,6 +389,11 @@ PER_INTERFACE_SYSCTLS = (
 )
 ENV_PREFIXES = ("NCCL_", "UCX_", "OMPI_MCA_", "GLOO_", "CUDA_VISIBLE_DEVICES")
 KERNEL_PATTERNS = ("insufficient power",)
+FIREWALL_COMMANDS = {
+    "nft": ["nft", "list", "ruleset"],
+    "iptables": ["iptables", "-S"],
+    "ufw": ["ufw", "status"],
+}
 
 
 def _sysctls(source: NodeSource, fabric: list[str]) -> dict[str, str]:
@@ -447,7 +454,26 @@ def _for_checks(source: NodeSource, fabric: list[str]) -> dict[str, object]:
         if source.exists("/dev/infiniband")
         else Unknown("/dev/infiniband does not exist")
     )
+    offloads: dict[str, dict[str, list[bool]]] = {}
+    counters: dict[str, dict[str, int]] = {}
+    for iface in fabric:
+        features = source.output(f"ethtool_k_{iface}", lambda i=iface: run_command(["ethtool", "-k", i]))  # type: ignore[misc]
+        if features.ok:
+            with contextlib.suppress(ValueError):
+                offloads[iface] = {k: [on, fixed] for k, (on, fixed) in ethtool.parse_features(features.stdout).items()}
+        stats = source.output(f"ethtool_S_{iface}", lambda i=iface: run_command(["ethtool", "-S", i]))  # type: ignore[misc]
+        if stats.ok:
+            with contextlib.suppress(ValueError):
+                counters[iface] = ethtool.parse_stats(stats.stdout)
+    firewall: dict[str, str] = {}
+    for tool, argv in FIREWALL_COMMANDS.items():
+        listing = source.output(f"firewall_{tool}", lambda a=argv: run_command(a))  # type: ignore[misc]
+        if listing.ok:
+            firewall[tool] = listing.stdout
     return {
+        "offloads": offloads,
+        "nic_counters": counters,
+        "firewall": firewall,
         "sysctls": _sysctls(source, fabric),
         "memlock_bytes": memlock_bytes,
         "kernel_messages": messages,

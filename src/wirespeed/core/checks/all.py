@@ -8,6 +8,7 @@ from wirespeed.core.checks import (  # noqa: F401 - imported for their @check re
     links,
     mtu,
     nccl,
+    nic,
     rdma,
     sysctl,
     tools,
