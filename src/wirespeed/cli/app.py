@@ -177,6 +177,158 @@ def agent_snapshot(ctx: Ctx, node: str) -> None:
     )
 
 
+@agent.command("apply")
+@click.option("--token", required=True)
+@click.option("--ops", "ops_json", required=True, help="JSON list of operations.")
+@click.option("--rollback-after", type=float, default=20.0, show_default=True)
+@pass_ctx
+def agent_apply(ctx: Ctx, token: str, ops_json: str, rollback_after: float) -> None:
+    """Apply operations here; network ones are rolled back by a timer unless `agent confirm` comes in time."""
+    import json
+
+    from wirespeed.core.fixplan import operation_from_json
+    from wirespeed.engine import apply
+
+    try:
+        ops = [operation_from_json(item) for item in json.loads(ops_json)]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"--ops: not a list of operations ({exc})") from None
+    done = apply.apply_all(ops)
+    timer = None
+    if rollback_after > 0 and any(op.network for op in ops):
+        restore = apply.undo_ops(done)
+        if restore:
+            timer = apply.start_rollback_timer(token, rollback_after, restore)
+    ctx.output(True).data({"applied": done, "timer": timer})
+
+
+@agent.command("confirm")
+@click.option("--token", required=True)
+def agent_confirm(token: str) -> None:
+    """Tell a pending rollback timer that the controller still reaches this node."""
+    from wirespeed.engine import apply
+
+    try:
+        apply.confirm(token)
+    except apply.TooLate:
+        raise WirespeedError("too late: the rollback timer already restored the previous values") from None
+
+
+@agent.command("rollback-timer", hidden=True)
+@click.option("--token", required=True)
+@click.option("--after", type=float, required=True)
+@click.option("--restore", "restore_json", required=True)
+def agent_rollback_timer(token: str, after: float, restore_json: str) -> None:
+    """Restore the previous values after --after seconds unless confirmed (started by `agent apply`)."""
+    import json
+
+    from wirespeed.core.fixplan import operation_from_json
+    from wirespeed.engine import apply
+
+    apply.rollback_timer(token, after, [operation_from_json(item) for item in json.loads(restore_json)])
+
+
+@cli.command("fix")
+@cluster_options
+@click.option("--yes", is_flag=True, help="Apply the plan (without it, only show it).")
+@click.option("--revert", is_flag=True, help="Restore what the last `fix --yes` replaced.")
+@click.option(
+    "--record",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where the replaced values are kept (default ~/.local/state/wirespeed/last-fix.json).",
+)
+@click.option(
+    "--rollback-after",
+    type=float,
+    default=20.0,
+    show_default=True,
+    help="Seconds a node waits for confirmation before undoing a network change by itself.",
+)
+@json_option
+@pass_ctx
+def fix_cmd(
+    ctx: Ctx,
+    cluster_file: Path | None,
+    hosts: str | None,
+    user: str | None,
+    yes: bool,
+    revert: bool,
+    record: Path | None,
+    rollback_after: float,
+    json_mode: bool,
+) -> None:
+    """Turn what the checks found into changes per node (sysctls, fabric MTU, IPv6, halves left down); apply them
+    with --yes, keep the old values, and undo them with --revert."""
+    from wirespeed.core.fixplan import plan as make_plan
+    from wirespeed.engine import discover
+    from wirespeed.engine import fix as fixing
+
+    out = ctx.output(json_mode)
+    record_path = record or fixing.default_record()
+    resolved = resolve_cluster(cluster_file, hosts, user)
+    if resolved.note:
+        out.message(f"wirespeed: {resolved.note}")
+    remote = Remote(resolved.cluster)
+    if revert:
+        plan = fixing.revert_plan(record_path)
+    else:
+        found = discover.discover_live(remote, probe=False)
+        for reason in found.errors.values():
+            out.message(f"wirespeed: {reason}")
+        plan = make_plan(found.facts)
+    shown = {node: [op.to_json() for op in ops] for node, ops in plan.items()}
+    if not json_mode:
+        if not plan:
+            out.console.print("nothing to change", markup=False)
+        for node, ops in plan.items():
+            out.console.print(f"{node}:", markup=False)
+            for op in ops:
+                net = "  (network: rolled back unless confirmed)" if op.network else ""
+                out.console.print(f"  {op.kind} {op.target} -> {op.value}   [{op.reason}]{net}", markup=False)
+    if not yes:
+        if json_mode:
+            out.data({"plan": shown, "applied": False})
+        elif plan:
+            out.message("wirespeed: nothing applied; run again with --yes to apply")
+        return
+    outcomes = fixing.apply_plan(remote, plan, rollback_s=rollback_after)
+    if not revert:
+        fixing.write_record(record_path, outcomes)
+    failed = False
+    for outcome in outcomes:
+        if outcome.error:
+            failed = True
+            out.message(f"wirespeed: {outcome.error}")
+        for entry in outcome.applied:
+            if not entry["ok"]:
+                failed = True
+                out.message(f"wirespeed: {outcome.node}: {entry['op']['target']}: {entry['error']}")
+        if outcome.rolled_back:
+            failed = True
+            out.message(f"wirespeed: {outcome.node}: not reachable after the change: it restored the old values itself")
+    if json_mode:
+        out.data(
+            {
+                "plan": shown,
+                "applied": True,
+                "record": str(record_path),
+                "nodes": {
+                    o.node: {
+                        "applied": o.applied,
+                        "error": o.error,
+                        "confirmed": o.confirmed,
+                        "rolled_back": o.rolled_back,
+                    }
+                    for o in outcomes
+                },
+            }
+        )
+    elif not revert:
+        out.message(f"wirespeed: the replaced values are in {record_path}; `wirespeed fix --revert` restores them")
+    raise SystemExit(1 if failed else 0)
+
+
 # ------------------------------------------------------------------------------------------------------ discover
 @cli.command("discover")
 @cluster_options

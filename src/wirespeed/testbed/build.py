@@ -168,6 +168,10 @@ class _Builder:
         self.ip(node, "link", "set", iface.name, "up")
         if iface.cabled:
             self.shape(node, iface.name, self.plan.half_rate_bps)
+            # veth leaves GRO off by default; a NIC has it on (`wirespeed check` nic.offloads looks for it).
+            system.run(
+                ["ip", "netns", "exec", node, "ethtool", "-K", iface.name, "gro", "on"], f"{node}: GRO on {iface.name}"
+            )
 
     def shape(self, netns: str, dev: str, rate_bps: int) -> None:
         system.run(
