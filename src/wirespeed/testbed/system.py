@@ -16,7 +16,7 @@ from typing import Any
 from wirespeed.adapters.process import run_process
 from wirespeed.core.errors import NotRootError, TestbedError
 
-REQUIRED_TOOLS = ("ip", "tc", "sysctl", "nsenter", "unshare", "mount", "umount", "ssh", "ssh-keygen")
+REQUIRED_TOOLS = ("ip", "tc", "sysctl", "nsenter", "unshare", "mount", "umount", "ssh", "ssh-keygen", "ethtool")
 SSHD_CANDIDATES = ("/usr/sbin/sshd", "/usr/bin/sshd")
 
 
