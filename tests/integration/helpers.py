@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from wirespeed.core.inventory import Cluster
+from wirespeed.engine.clusters import load_cluster_file
 from wirespeed.engine.remote import Remote
-from wirespeed.testbed import system
+from wirespeed.testbed import build, system
 from wirespeed.testbed.plan import host_iface_name
-from wirespeed.testbed.state import testbed_dir
+from wirespeed.testbed.state import TestbedState, testbed_dir
 
 
 def iperf3_gbps(remote: Remote, client: str, server: str, server_addr: str, port: int, seconds: int = 4) -> float:
@@ -78,3 +81,16 @@ def leftovers(prefix: str) -> list[str]:
 
 def cluster_remote(cluster: Cluster) -> Remote:
     return Remote(cluster)
+
+
+@contextmanager
+def running_testbed(prefix: str, **kwargs: object) -> Iterator[tuple[TestbedState, Remote]]:
+    """A testbed for one test or module, reached through its cluster file; always removed, and checked gone."""
+    try:
+        state = build.up(prefix=prefix, **kwargs)  # type: ignore[arg-type]
+        remote = Remote(load_cluster_file(state.cluster_file))
+        with remote.owned():
+            yield state, remote
+    finally:
+        build.down(prefix)
+        assert leftovers(prefix) == []

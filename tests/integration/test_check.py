@@ -12,12 +12,11 @@ from wirespeed.cli.app import main
 from wirespeed.cli.output import Environment
 from wirespeed.core.checks.model import CheckResult, CheckStatus
 from wirespeed.engine import checks
-from wirespeed.engine.clusters import load_cluster_file
 from wirespeed.engine.discover import discover_live
 from wirespeed.engine.remote import Remote
 from wirespeed.testbed import build
 
-from .helpers import leftovers
+from .helpers import running_testbed
 
 pytestmark = pytest.mark.root
 LINK_CHECKS = ["link.halves", "addr.subnets", "mtu.host", "mtu.path", "ipv6.fabric"]
@@ -32,15 +31,8 @@ def run(remote: Remote, ids: list[str]) -> dict[str, CheckResult]:
 
 @pytest.fixture(scope="module")
 def switch() -> Iterator[Remote]:
-    prefix = "wcs-"
-    try:
-        state = build.up(prefix=prefix, nodes=3, topology="switch")
-        remote = Remote(load_cluster_file(state.cluster_file))
-        with remote.owned():
-            yield remote
-    finally:
-        build.down(prefix)
-        assert leftovers(prefix) == []
+    with running_testbed("wcs-", nodes=3, topology="switch") as (_, remote):
+        yield remote
 
 
 def test_healthy_cluster_passes_the_link_checks(switch: Remote) -> None:

@@ -12,26 +12,19 @@ import pytest
 
 from wirespeed.cli.app import main
 from wirespeed.cli.output import Environment
-from wirespeed.engine.clusters import load_cluster_file
 from wirespeed.engine.discover import Discovery, discover_live, discover_snapshots, take_snapshots
 from wirespeed.engine.remote import Remote
 from wirespeed.testbed import build
 
-from .helpers import leftovers
+from .helpers import running_testbed
 
 pytestmark = pytest.mark.root
 
 
 @contextmanager
 def bed(prefix: str, **kwargs: object) -> Iterator[Remote]:
-    try:
-        state = build.up(prefix=prefix, **kwargs)  # type: ignore[arg-type]
-        remote = Remote(load_cluster_file(state.cluster_file))
-        with remote.owned():
-            yield remote
-    finally:
-        build.down(prefix)
-        assert leftovers(prefix) == []
+    with running_testbed(prefix, **kwargs) as (_, remote):
+        yield remote
 
 
 def half_links(result: Discovery) -> set[tuple[str, str, str, str]]:

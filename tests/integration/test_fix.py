@@ -14,25 +14,18 @@ from wirespeed.cli.app import main
 from wirespeed.cli.output import Environment
 from wirespeed.core.fixplan import Operation
 from wirespeed.engine import fix
-from wirespeed.engine.clusters import load_cluster_file
 from wirespeed.engine.remote import Remote
 from wirespeed.testbed import build
 
-from .helpers import leftovers
+from .helpers import running_testbed
 
 pytestmark = pytest.mark.root
 
 
 @pytest.fixture(scope="module")
 def bed() -> Iterator[Remote]:
-    try:
-        state = build.up(prefix="wfx-", nodes=2, topology="direct")
-        remote = Remote(load_cluster_file(state.cluster_file))
-        with remote.owned():
-            yield remote
-    finally:
-        build.down("wfx-")
-        assert leftovers("wfx-") == []
+    with running_testbed("wfx-", nodes=2, topology="direct") as (_, remote):
+        yield remote
 
 
 def read(remote: Remote, node: str, path: str) -> str:

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 
@@ -22,27 +21,14 @@ from wirespeed.cli.app import main
 from wirespeed.cli.output import Environment
 from wirespeed.core.inventory import Node
 from wirespeed.core.outcome import Status
-from wirespeed.engine.clusters import load_cluster_file
 from wirespeed.engine.remote import Remote, check_agents
 from wirespeed.testbed import build, system
 from wirespeed.testbed.state import TestbedState as BedState
 
-from .helpers import iperf3_gbps, leftovers, parallel_gbps
+from .helpers import iperf3_gbps, leftovers, parallel_gbps, running_testbed
 
 pytestmark = pytest.mark.root
 HALF_RATE = 10**9  # the default --half-rate, 1gbit
-
-
-@contextmanager
-def running_testbed(prefix: str, **kwargs: object) -> Iterator[tuple[BedState, Remote]]:
-    try:
-        state = build.up(prefix=prefix, **kwargs)  # type: ignore[arg-type]
-        remote = Remote(load_cluster_file(state.cluster_file))
-        with remote.owned():
-            yield state, remote
-    finally:
-        build.down(prefix)
-        assert leftovers(prefix) == []
 
 
 def addr(state: BedState, node: str, iface: str) -> str:

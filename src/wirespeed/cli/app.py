@@ -66,6 +66,14 @@ def cli(ctx: click.Context, debug: bool) -> None:
         ctx.obj.debug = ctx.obj.debug or debug
 
 
+def resolve_remote(out: Output, cluster_file: Path | None, hosts: str | None, user: str | None) -> Remote:
+    """The nodes a command acts on; an implicit choice (testbed, localhost) is said on stderr."""
+    resolved = resolve_cluster(cluster_file, hosts, user)
+    if resolved.note:
+        out.message(f"wirespeed: {resolved.note}")
+    return Remote(resolved.cluster)
+
+
 # ---------------------------------------------------------------------------------------------------------- exec
 @cli.command("exec", context_settings={**CONTEXT, "ignore_unknown_options": True})
 @cluster_options
@@ -84,13 +92,10 @@ def exec_cmd(
 ) -> None:
     """Run COMMAND on every node at once (write `--` before it) and show each node's result."""
     out = ctx.output(json_mode)
-    resolved = resolve_cluster(cluster_file, hosts, user)
-    if resolved.note:
-        out.message(f"wirespeed: {resolved.note}")
-    remote = Remote(resolved.cluster)
+    remote = resolve_remote(out, cluster_file, hosts, user)
     results = remote.run_all(list(command), timeout_s=timeout_s)
     if json_mode:
-        out.data({"cluster": resolved.cluster.name, "results": [r.to_json() for r in results]})
+        out.data({"cluster": remote.cluster.name, "results": [r.to_json() for r in results]})
     else:
         out.console.print(render.exec_results(results))
     for result in results:
@@ -112,10 +117,8 @@ def agent() -> None:
 def agent_check(ctx: Ctx, cluster_file: Path | None, hosts: str | None, user: str | None, json_mode: bool) -> None:
     """Check that every node has wirespeed at this version (later commands run `wirespeed agent ...` there)."""
     out = ctx.output(json_mode)
-    resolved = resolve_cluster(cluster_file, hosts, user)
-    if resolved.note:
-        out.message(f"wirespeed: {resolved.note}")
-    checks = check_agents(Remote(resolved.cluster))
+    remote = resolve_remote(out, cluster_file, hosts, user)
+    checks = check_agents(remote)
     if json_mode:
         out.data([{"node": c.node, "ok": c.ok, "version": c.version, "message": c.message} for c in checks])
     else:
@@ -266,10 +269,7 @@ def fix_cmd(
 
     out = ctx.output(json_mode)
     record_path = record or fixing.default_record()
-    resolved = resolve_cluster(cluster_file, hosts, user)
-    if resolved.note:
-        out.message(f"wirespeed: {resolved.note}")
-    remote = Remote(resolved.cluster)
+    remote = resolve_remote(out, cluster_file, hosts, user)
     if revert:
         plan = fixing.revert_plan(record_path)
     else:
@@ -363,10 +363,8 @@ def discover_cmd(
             raise UsageError("give --snapshot or live nodes (--cluster/--hosts), not both")
         result = discover.discover_snapshots(list(snapshots))
     else:
-        resolved = resolve_cluster(cluster_file, hosts, user)
-        if resolved.note:
-            out.message(f"wirespeed: {resolved.note}")
-        result = discover.discover_live(Remote(resolved.cluster), probe=not no_probe)
+        remote = resolve_remote(out, cluster_file, hosts, user)
+        result = discover.discover_live(remote, probe=not no_probe)
     if json_mode:
         out.data(result.to_json())
     elif fmt == "ibdev2netdev":
@@ -415,10 +413,7 @@ def check_cmd(
             raise UsageError("give --snapshot or live nodes (--cluster/--hosts), not both")
         run = checks.run_checks(discover.discover_snapshots(list(snapshots)), ids)
     else:
-        resolved = resolve_cluster(cluster_file, hosts, user)
-        if resolved.note:
-            out.message(f"wirespeed: {resolved.note}")
-        remote = Remote(resolved.cluster)
+        remote = resolve_remote(out, cluster_file, hosts, user)
         found = discover.discover_live(remote, probe=not no_active)
         active = None if no_active else checks.measure_active(remote, found, ids)
         run = checks.run_checks(found, ids, active)
@@ -457,10 +452,8 @@ def snapshot_cmd(
     from wirespeed.engine import discover
 
     out = ctx.output(json_mode)
-    resolved = resolve_cluster(cluster_file, hosts, user)
-    if resolved.note:
-        out.message(f"wirespeed: {resolved.note}")
-    written, errors = discover.take_snapshots(Remote(resolved.cluster), output, probe=not no_probe, tar=tar)
+    remote = resolve_remote(out, cluster_file, hosts, user)
+    written, errors = discover.take_snapshots(remote, output, probe=not no_probe, tar=tar)
     if json_mode:
         out.data({"written": [str(p) for p in written], "errors": errors})
     else:
