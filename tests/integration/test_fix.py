@@ -16,6 +16,7 @@ from wirespeed.core.fixplan import Operation
 from wirespeed.engine import fix
 from wirespeed.engine.remote import Remote
 from wirespeed.testbed import build
+from wirespeed.testbed import state as testbed_state
 
 from .helpers import running_testbed
 
@@ -41,24 +42,47 @@ def cli(*argv: str) -> tuple[int, dict[str, object], str]:
     return code, json.loads(out) if out.strip() else {}, env.stderr.getvalue()  # type: ignore[attr-defined]
 
 
+def ipv4(remote: Remote, node: str, iface: str) -> list[str]:
+    result = remote.run(remote.cluster.node(node), ["ip", "-j", "-4", "addr", "show", "dev", iface])
+    assert result.ok, result.message
+    return [f"{a['local']}/{a['prefixlen']}" for link in json.loads(result.stdout) for a in link["addr_info"]]
+
+
 def test_fix_shows_then_applies_then_reverts_exactly(bed: Remote, tmp_path: Path) -> None:
-    half = "enp1s0f1np1"
+    half, twin = "enp1s0f1np1", "enP2p1s0f1np1"
+    etc = testbed_state.testbed_dir("wfx-") / "nodes" / "wfx-2" / "root" / "etc"
+    (etc / "netplan" / "40-cx7.yaml").write_text("# the node's own file\n")
+    address = ipv4(bed, "wfx-2", twin)
     build.fault("wfx-", "wfx-2", half, build.Fault(mtu=1500, ipv6=True))
+    build.fault("wfx-", "wfx-2", twin, build.Fault(unaddress=True))
     record = tmp_path / "fix.json"
     try:
         code, shown, _ = cli("fix", "--cluster", bed.cluster.source, "--json", "--record", str(record))
         assert code == 0 and shown["applied"] is False and not record.exists()
         ops = {(op["kind"], op["target"], op["value"]) for op in shown["plan"]["wfx-2"]}  # type: ignore[index]
         assert ("mtu", half, "9000") in ops and ("sysctl", f"net.ipv6.conf.{half}.disable_ipv6", "1") in ops
+        assert ("addr", twin, address[0]) in ops  # the plan gives the half back the address its peer expects
+        files = {target for kind, target, _ in ops if kind == "file"}
+        assert {"/etc/netplan/40-cx7.yaml", "/etc/sysctl.d/92-wirespeed-no-ipv6.conf"} <= files
         assert read(bed, "wfx-2", f"/sys/class/net/{half}/mtu") == "1500"  # nothing applied without --yes
+        assert not (etc / "sysctl.d" / "92-wirespeed-no-ipv6.conf").exists()
 
         cli("fix", "--cluster", bed.cluster.source, "--yes", "--json", "--record", str(record))
         assert read(bed, "wfx-2", f"/sys/class/net/{half}/mtu") == "9000"
         assert read(bed, "wfx-2", f"/proc/sys/net/ipv6/conf/{half}/disable_ipv6") == "1"
+        assert ipv4(bed, "wfx-2", twin) == address
+        assert address[0] in (etc / "netplan" / "40-cx7.yaml").read_text()
+        assert (
+            etc / "sysctl.d" / "92-wirespeed-no-ipv6.conf"
+        ).read_text() == f"net.ipv6.conf.{half}.disable_ipv6 = 1\n"
+        assert not Path("/etc/sysctl.d/92-wirespeed-no-ipv6.conf").exists()  # never the host's own /etc
         saved = json.loads(record.read_text())["nodes"]["wfx-2"]
         assert {(e["op"]["target"], e["original"]) for e in saved} >= {
             (half, "1500"),
             (f"net.ipv6.conf.{half}.disable_ipv6", "0"),
+            (twin, ""),
+            ("/etc/netplan/40-cx7.yaml", "# the node's own file\n"),
+            ("/etc/sysctl.d/92-wirespeed-no-ipv6.conf", None),
         }
 
         code, _, err = cli(
@@ -67,8 +91,13 @@ def test_fix_shows_then_applies_then_reverts_exactly(bed: Remote, tmp_path: Path
         assert code == 0, err
         assert read(bed, "wfx-2", f"/sys/class/net/{half}/mtu") == "1500"
         assert read(bed, "wfx-2", f"/proc/sys/net/ipv6/conf/{half}/disable_ipv6") == "0"
+        assert ipv4(bed, "wfx-2", twin) == []
+        assert (etc / "netplan" / "40-cx7.yaml").read_text() == "# the node's own file\n"
+        assert not (etc / "sysctl.d" / "92-wirespeed-no-ipv6.conf").exists()
     finally:
         build.revert("wfx-", "wfx-2", half)
+        build.revert("wfx-", "wfx-2", twin)
+        (etc / "netplan" / "40-cx7.yaml").unlink(missing_ok=True)
 
 
 def test_a_change_that_cuts_the_node_off_rolls_back_by_itself(bed: Remote) -> None:

@@ -6,7 +6,7 @@ import sys
 from collections.abc import Sequence
 from contextlib import redirect_stdout
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,6 +18,9 @@ from wirespeed.core.units import parse_rate_bps
 from wirespeed.engine.clusters import resolve_cluster
 from wirespeed.engine.remote import Remote, check_agents
 from wirespeed.ui import render
+
+if TYPE_CHECKING:
+    from wirespeed.core.fixplan import Operation
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 120}
 
@@ -231,6 +234,54 @@ def agent_rollback_timer(token: str, after: float, restore_json: str) -> None:
     apply.rollback_timer(token, after, [operation_from_json(item) for item in json.loads(restore_json)])
 
 
+def _fix_plan(
+    out: Output, remote: Remote
+) -> tuple[dict[str, list[Operation]], dict[str, dict[str, str]], dict[str, list[str]]]:
+    """Discover (with the link probe: the address plan needs the cabling), check, and plan per node."""
+    from wirespeed.core.checks.model import CheckInput
+    from wirespeed.core.fixplan import plan_nodes
+    from wirespeed.engine import checks as checking
+    from wirespeed.engine import discover
+
+    found = discover.discover_live(remote, probe=True)
+    for reason in found.errors.values():
+        out.message(f"wirespeed: {reason}")
+    run = checking.run_checks(found, checking.select([], []))
+    for error in run.errors:
+        if not error.startswith(tuple(found.errors.values())):
+            out.message(f"wirespeed: {error}")
+    nodes = plan_nodes(CheckInput(found.facts, found.cabling), run.results)
+    plan = {node: p.operations for node, p in nodes.items() if p.operations}
+    current = {node: facts.config_files for node, facts in found.facts.items()}
+    return plan, current, {node: p.notes for node, p in nodes.items() if p.notes}
+
+
+def _show_fix_plan(
+    out: Output, plan: dict[str, list[Operation]], current: dict[str, dict[str, str]], notes: dict[str, list[str]]
+) -> None:
+    """Files as a diff against what the node has, then the changes made now, then what is left out."""
+    from wirespeed.core.fixplan import file_diff
+
+    if not plan and not notes:
+        out.console.print("nothing to change", markup=False)
+    for node in sorted(set(plan) | set(notes)):
+        out.console.print(f"{node}:", markup=False)
+        for op in plan.get(node, []):
+            if op.kind == "file":
+                out.console.print(f"  write {op.target}   [{op.reason}]", markup=False)
+                for line in file_diff(op.target, current.get(node, {}).get(op.target), op.value):
+                    style = "green" if line.startswith("+") else ("red" if line.startswith("-") else None)
+                    out.console.print(f"    {line}", style=style, markup=False, highlight=False)
+            elif op.kind == "unlink":
+                out.console.print(f"  remove {op.target}   [{op.reason}]", markup=False)
+            else:
+                net = "  (network: rolled back unless confirmed)" if op.network else ""
+                value = op.value or "(none)"
+                out.console.print(f"  {op.kind} {op.target} -> {value}   [{op.reason}]{net}", markup=False)
+        for note in notes.get(node, []):
+            out.console.print(f"  note: {note}", markup=False)
+
+
 @cli.command("fix")
 @cluster_options
 @click.option("--yes", is_flag=True, help="Apply the plan (without it, only show it).")
@@ -263,8 +314,6 @@ def fix_cmd(
 ) -> None:
     """Turn what the checks found into changes per node (sysctls, fabric MTU, IPv6, halves left down); apply them
     with --yes, keep the old values, and undo them with --revert."""
-    from wirespeed.core.fixplan import plan as make_plan
-    from wirespeed.engine import discover
     from wirespeed.engine import fix as fixing
 
     out = ctx.output(json_mode)
@@ -272,23 +321,16 @@ def fix_cmd(
     remote = resolve_remote(out, cluster_file, hosts, user)
     if revert:
         plan = fixing.revert_plan(record_path)
+        current: dict[str, dict[str, str]] = {}
+        notes: dict[str, list[str]] = {}
     else:
-        found = discover.discover_live(remote, probe=False)
-        for reason in found.errors.values():
-            out.message(f"wirespeed: {reason}")
-        plan = make_plan(found.facts)
+        plan, current, notes = _fix_plan(out, remote)
     shown = {node: [op.to_json() for op in ops] for node, ops in plan.items()}
     if not json_mode:
-        if not plan:
-            out.console.print("nothing to change", markup=False)
-        for node, ops in plan.items():
-            out.console.print(f"{node}:", markup=False)
-            for op in ops:
-                net = "  (network: rolled back unless confirmed)" if op.network else ""
-                out.console.print(f"  {op.kind} {op.target} -> {op.value}   [{op.reason}]{net}", markup=False)
+        _show_fix_plan(out, plan, current, notes)
     if not yes:
         if json_mode:
-            out.data({"plan": shown, "applied": False})
+            out.data({"plan": shown, "notes": notes, "applied": False})
         elif plan:
             out.message("wirespeed: nothing applied; run again with --yes to apply")
         return

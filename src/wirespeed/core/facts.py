@@ -144,6 +144,11 @@ class NodeFacts:
     nic_counters: dict[str, dict[str, int]] = field(default_factory=dict)
     # Firewall listings by tool ("nft", "iptables", "ufw"): raw text; a tool that is not installed is absent.
     firewall: dict[str, str] = field(default_factory=dict)
+    # Files `wirespeed fix` manages, by path, as they are now (absent: not there), and whether netplan is in use.
+    config_files: dict[str, str] = field(default_factory=dict)
+    netplan: bool | Unknown = field(default_factory=lambda: Unknown("not read"))
+    # NCCL libraries found, by path: "elf=75,80,90 ptx=120" (cubins and PTX inside), or "error: why".
+    nccl_archs: dict[str, str] | Unknown = field(default_factory=lambda: Unknown("not read"))
 
     def netdev(self, name: str) -> Netdev | None:
         return next((n for n in self.netdevs if n.name == name), None)

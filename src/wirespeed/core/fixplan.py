@@ -1,27 +1,41 @@
 """What `wirespeed fix` would change on each node, as operations with a target and a value. Pure.
 
-Only settings that can be changed safely at run time are planned: sysctls, the MTU and admin state of fabric
-halves. The management interface is never touched. Each operation is applied by the node's agent, which
-records the value it replaced so that `fix --revert` puts back exactly what was there.
+The plan comes from the checks' own fixes: every file a failing check proposes (a sysctl.d drop-in, a netplan
+drop-in such as NVIDIA's 40-cx7.yaml) is written, and what the file says is also applied now (each sysctl
+line; the addresses of the address plan; the fabric MTU; a half left down). The management interface is never
+touched. The node's agent applies each operation and reports the value it replaced, so that `fix --revert`
+puts back exactly what was there, files included (a file that did not exist is removed again).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+import posixpath
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from wirespeed.core.checks.addressing import IPV6_NETPLAN, IPV6_SYSCTL, SUBNETS
+from wirespeed.core.checks.links import HALVES
+from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus
+from wirespeed.core.checks.mtu import MTU_NETPLAN
+from wirespeed.core.checks.plan import NETPLAN_PATH, address_plan
+from wirespeed.core.checks.sysctl import ARP, ARP_FILE, TCP, TCP_FILE
 from wirespeed.core.facts import NodeFacts, Unknown
 
-TCP_BUFFER = 268435456  # 256 MiB: above the seeds' 128 MiB floor, as the Spark tuning guides set it
-TCP_TRIPLE = f"4096 87380 {TCP_BUFFER}"
-BACKLOG = 250000
 RECOMMENDED_MTU = 9000
+KINDS = ("sysctl", "mtu", "link", "addr", "file", "unlink")
+# Every file `fix` may write: discovery reads their current content so that the plan is a diff.
+MANAGED_FILES = (TCP_FILE, ARP_FILE, IPV6_SYSCTL, NETPLAN_PATH, MTU_NETPLAN, IPV6_NETPLAN)
+NETPLAN_DIR = "/etc/netplan/"
+SYSCTL_DIR = "/etc/sysctl.d/"
+# Checks whose fixes `fix` applies (the others need a person: cables, switch ports, environment files).
+APPLIED = (TCP, ARP, "ipv6.fabric", "mtu.host", SUBNETS, HALVES)
 
 
 @dataclass(frozen=True)
 class Operation:
-    kind: str  # "sysctl" | "mtu" | "link"
-    target: str  # sysctl key, or interface name
+    kind: str  # one of KINDS; addr: the interface's whole IPv4 list, space separated; file: the content
+    target: str  # sysctl key, interface name, or absolute file path
     value: str
     reason: str  # the check id it answers
     network: bool = False  # may cut the node off: applied with the self-rollback safety net
@@ -38,57 +52,124 @@ class Operation:
 
 def operation_from_json(data: Mapping[str, object]) -> Operation:
     kind, target, value = str(data["kind"]), str(data["target"]), str(data["value"])
-    if kind not in ("sysctl", "mtu", "link"):
+    if kind not in KINDS:
         raise ValueError(f"unknown operation kind {kind!r}")
+    if kind in ("file", "unlink") and (
+        posixpath.normpath(target) != target or not target.startswith((SYSCTL_DIR, NETPLAN_DIR))
+    ):
+        raise ValueError(f"{target}: fix writes only under {SYSCTL_DIR} and {NETPLAN_DIR}")
     return Operation(kind, target, value, str(data.get("reason", "")), bool(data.get("network", False)))
 
 
-def _int(text: str | None) -> int | None:
-    try:
-        return int(text.split()[-1]) if text else None
-    except ValueError:
-        return None
+def undo_of(op: Mapping[str, object], original: str | None) -> Operation:
+    """The operation that puts back `original` (None: a file that was not there)."""
+    kind, target = str(op["kind"]), str(op["target"])
+    if kind in ("file", "unlink"):
+        if original is None:
+            return Operation("unlink", target, "", "revert")
+        return Operation("file", target, original, "revert")
+    return Operation(kind, target, original or "", "revert", bool(op.get("network", False)))
+
+
+def sysctl_lines(content: str) -> list[tuple[str, str]]:
+    """(key, value) pairs of a sysctl.d file, as `sysctl --system` reads them."""
+    pairs: list[tuple[str, str]] = []
+    for raw in content.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")) or "=" not in line:
+            continue
+        key, _, value = line.lstrip("-").partition("=")
+        pairs.append((key.strip().replace("/", "."), " ".join(value.split())))
+    return pairs
 
 
 def _fabric(facts: NodeFacts) -> list[str]:
     return [name for name in facts.fabric if name != facts.management]
 
 
-def plan_node(facts: NodeFacts) -> list[Operation]:
-    """Operations for one node, from what discovery read there."""
+def _link_ops(facts: NodeFacts) -> list[Operation]:
     ops: list[Operation] = []
-    sysctls = facts.sysctls
-    for key, floor, value in (
-        ("net.core.rmem_max", TCP_BUFFER, str(TCP_BUFFER)),
-        ("net.core.wmem_max", TCP_BUFFER, str(TCP_BUFFER)),
-        ("net.ipv4.tcp_rmem", TCP_BUFFER, TCP_TRIPLE),
-        ("net.ipv4.tcp_wmem", TCP_BUFFER, TCP_TRIPLE),
-        ("net.core.netdev_max_backlog", BACKLOG, str(BACKLOG)),
-    ):
-        current = _int(sysctls.get(key))
-        if current is not None and current < floor:
-            ops.append(Operation("sysctl", key, value, "sysctl.tcp"))
-    addressed = [n for name in _fabric(facts) if (n := facts.netdev(name)) and n.ipv4]
-    if len(addressed) >= 2:
-        for key, want in (("net.ipv4.conf.all.arp_ignore", 1), ("net.ipv4.conf.all.arp_announce", 2)):
-            current = _int(sysctls.get(key))
-            if current is not None and current < want:
-                ops.append(Operation("sysctl", key, str(want), "sysctl.arp"))
-        if _int(sysctls.get("net.ipv4.conf.all.rp_filter")) == 1:
-            ops.append(Operation("sysctl", "net.ipv4.conf.all.rp_filter", "2", "sysctl.arp"))
     for name in _fabric(facts):
         netdev = facts.netdev(name)
         if netdev is None:
             continue
-        if netdev.ipv6 and sysctls.get(f"net.ipv6.conf.{name}.disable_ipv6", "0") != "1":
-            ops.append(Operation("sysctl", f"net.ipv6.conf.{name}.disable_ipv6", "1", "ipv6.fabric"))
         cabled = netdev.carrier is True
         if cabled and netdev.link_type == 1 and isinstance(netdev.mtu, int) and netdev.mtu < RECOMMENDED_MTU:
             ops.append(Operation("mtu", name, str(RECOMMENDED_MTU), "mtu.host", network=True))
-        if netdev.operstate == "down" and isinstance(netdev.carrier, Unknown) and netdev.ipv4:
-            ops.append(Operation("link", name, "up", "link.halves", network=True))
+        if netdev.operstate == "down" and isinstance(netdev.carrier, Unknown):
+            ops.append(Operation("link", name, "up", HALVES, network=True))
     return ops
 
 
-def plan(facts: Mapping[str, NodeFacts]) -> dict[str, list[Operation]]:
-    return {node: ops for node, node_facts in sorted(facts.items()) if (ops := plan_node(node_facts))}
+def _address_ops(data: CheckInput, node: str, reason: str) -> list[Operation]:
+    facts = data.facts[node]
+    ops: list[Operation] = []
+    for (n, iface), cidr in sorted(address_plan(data).items()):
+        netdev = facts.netdev(iface)
+        if n == node and netdev is not None and cidr not in netdev.ipv4 and iface != facts.management:
+            ops.append(Operation("addr", iface, cidr, reason, network=True))
+    return ops
+
+
+def _file_ops(facts: NodeFacts, results: Sequence[CheckResult]) -> tuple[list[Operation], list[str]]:
+    ops: list[Operation] = []
+    notes: list[str] = []
+    written: set[str] = set()
+    for found in results:
+        if found.status not in (CheckStatus.FAIL, CheckStatus.WARN) or found.id not in APPLIED:
+            continue
+        for fix in (f for f in found.fixes if f.node == facts.node):
+            for path, content in fix.files:
+                if path in written:
+                    continue
+                written.add(path)
+                if path.startswith(NETPLAN_DIR) and facts.netplan is not True:
+                    notes.append(f"{path} not written: this node does not use netplan ({_why(facts.netplan)})")
+                    continue
+                if facts.config_files.get(path) != content:
+                    ops.append(Operation("file", path, content, found.id))
+                if path.startswith(SYSCTL_DIR):
+                    ops += [
+                        Operation("sysctl", key, value, found.id)
+                        for key, value in sysctl_lines(content)
+                        if facts.sysctls.get(key) != value
+                    ]
+    return ops, notes
+
+
+def _why(value: bool | Unknown | None) -> str:
+    return value.reason if isinstance(value, Unknown) else "no /etc/netplan"
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    operations: list[Operation]
+    notes: list[str]  # what the plan leaves out on this node, and why
+
+
+def plan_nodes(data: CheckInput, results: Sequence[CheckResult]) -> dict[str, NodePlan]:
+    """Each node's operations, from the facts and the checks' results (files first, then the live changes)."""
+    failing = {r.id for r in results if r.status in (CheckStatus.FAIL, CheckStatus.WARN)}
+    plans: dict[str, NodePlan] = {}
+    for node in sorted(data.facts):
+        facts = data.facts[node]
+        ops, notes = _file_ops(facts, results)
+        readdress = next((r for r in (SUBNETS, HALVES) if r in failing), None)
+        if readdress:
+            ops += _address_ops(data, node, readdress)
+        ops += [op for op in _link_ops(facts) if op.reason in failing]
+        if ops or notes:
+            plans[node] = NodePlan(ops, notes)
+    return plans
+
+
+def plan(data: CheckInput, results: Sequence[CheckResult]) -> dict[str, list[Operation]]:
+    return {node: p.operations for node, p in plan_nodes(data, results).items() if p.operations}
+
+
+def file_diff(path: str, before: str | None, after: str) -> list[str]:
+    """A unified diff of a planned file against what the node has now."""
+    old = (before or "").splitlines(keepends=True)
+    new = after.splitlines(keepends=True)
+    label = path if before is not None else "/dev/null"
+    return [line.rstrip("\n") for line in difflib.unified_diff(old, new, label, path)]

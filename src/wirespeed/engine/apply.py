@@ -12,8 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from wirespeed.adapters.configroot import system_path
 from wirespeed.adapters.process import run_process
-from wirespeed.core.fixplan import Operation
+from wirespeed.core.fixplan import Operation, undo_of
 
 
 def confirm_path(token: str, state: str = "confirmed") -> Path:
@@ -25,24 +26,61 @@ def _sysctl_path(key: str) -> Path:
     return Path("/proc/sys") / key.replace(".", "/")
 
 
-def observe(op: Operation) -> str:
-    """The current value the operation would replace."""
+def _ipv4(iface: str) -> list[str]:
+    """The interface's IPv4 addresses as CIDRs, in the kernel's order."""
+    outcome = _ip(["ip", "-j", "-4", "addr", "show", "dev", iface])
+    data = json.loads(outcome or "[]")
+    return [f"{a['local']}/{a['prefixlen']}" for link in data for a in link.get("addr_info", []) if "local" in a]
+
+
+def _ip(argv: list[str]) -> str:
+    outcome = run_process(argv, timeout_s=20)
+    if outcome.returncode != 0:
+        raise OSError(outcome.stderr.strip() or f"{' '.join(argv)} failed")
+    return outcome.stdout
+
+
+def observe(op: Operation) -> str | None:
+    """The current value the operation would replace (None: a file that is not there)."""
     if op.kind == "sysctl":
         return " ".join(_sysctl_path(op.target).read_text().split())
     if op.kind == "mtu":
         return Path(f"/sys/class/net/{op.target}/mtu").read_text().strip()
+    if op.kind == "addr":
+        return " ".join(_ipv4(op.target))
+    if op.kind in ("file", "unlink"):
+        try:
+            return system_path(op.target).read_text()
+        except FileNotFoundError:
+            return None
     flags = int(Path(f"/sys/class/net/{op.target}/flags").read_text().strip(), 16)
     return "up" if flags & 1 else "down"
+
+
+def _write_file(path: Path, content: str) -> None:
+    """Atomically, owner-only (netplan warns about files others can read)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.wirespeed-tmp")
+    tmp.write_text(content)
+    tmp.chmod(0o600)
+    tmp.replace(path)
 
 
 def apply_one(op: Operation) -> None:
     if op.kind == "sysctl":
         _sysctl_path(op.target).write_text(op.value.replace(" ", "\t") + "\n")
-        return
-    argv = ["ip", "link", "set", "dev", op.target, *(["mtu", op.value] if op.kind == "mtu" else [op.value])]
-    outcome = run_process(argv, timeout_s=20)
-    if outcome.returncode != 0:
-        raise OSError(outcome.stderr.strip() or f"{' '.join(argv)} failed")
+    elif op.kind == "file":
+        _write_file(system_path(op.target), op.value)
+    elif op.kind == "unlink":
+        system_path(op.target).unlink(missing_ok=True)
+    elif op.kind == "addr":
+        wanted, current = op.value.split(), _ipv4(op.target)
+        for cidr in (c for c in wanted if c not in current):
+            _ip(["ip", "addr", "add", cidr, "dev", op.target])
+        for cidr in (c for c in current if c not in wanted):
+            _ip(["ip", "addr", "del", cidr, "dev", op.target])
+    else:
+        _ip(["ip", "link", "set", "dev", op.target, *(["mtu", op.value] if op.kind == "mtu" else [op.value])])
 
 
 def apply_all(ops: list[Operation]) -> list[dict[str, Any]]:
@@ -55,20 +93,19 @@ def apply_all(ops: list[Operation]) -> list[dict[str, Any]]:
             if entry["original"] != op.value:
                 apply_one(op)
             entry["ok"] = True
-        except OSError as exc:
-            entry["error"] = exc.strerror or str(exc)
+        except (OSError, ValueError) as exc:
+            entry["error"] = getattr(exc, "strerror", None) or str(exc)
         done.append(entry)
     return done
 
 
 def undo_ops(done: list[dict[str, Any]]) -> list[Operation]:
     """The operations that restore what `apply_all` replaced, in reverse order."""
-    restore: list[Operation] = []
-    for entry in reversed(done):
-        if entry["ok"] and entry["original"] is not None and entry["original"] != entry["op"]["value"]:
-            op = entry["op"]
-            restore.append(Operation(op["kind"], op["target"], entry["original"], "revert", op.get("network", False)))
-    return restore
+    return [
+        undo_of(entry["op"], entry["original"])
+        for entry in reversed(done)
+        if entry["ok"] and entry["original"] != entry["op"]["value"]
+    ]
 
 
 def start_rollback_timer(token: str, after_s: float, restore: list[Operation]) -> int:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import glob
+import json
 import os
 import shutil
 from collections.abc import Callable
 from typing import TypeVar
 
+from wirespeed.adapters.configroot import system_path
 from wirespeed.adapters.source import NOT_INSTALLED, NodeSource, Output, run_command
 from wirespeed.core.facts import (
     Gid,
@@ -20,7 +23,8 @@ from wirespeed.core.facts import (
     Tool,
     Unknown,
 )
-from wirespeed.core.parsers import ethtool
+from wirespeed.core.fixplan import MANAGED_FILES, NETPLAN_DIR
+from wirespeed.core.parsers import ethtool, fatbin
 from wirespeed.core.parsers import sysfs_values as sv
 from wirespeed.core.ports import group_ports
 
@@ -348,7 +352,9 @@ def collect(source: NodeSource, node: str) -> NodeFacts:
         tools=_tools(source),
         emulated=source.emulated,
         source=source.description,
+        nccl_archs=_parse_nccl_archs(source.output("nccl_archs", _nccl_archs)),
         **_for_checks(source, [n.name for n in fabric]),  # type: ignore[arg-type]
+        **_config(source),  # type: ignore[arg-type]
     )
 
 
@@ -481,6 +487,70 @@ def _for_checks(source: NodeSource, fabric: list[str]) -> dict[str, object]:
         "in_container": _in_container(source),
         "dev_infiniband": devices,
     }
+
+
+def _config_files() -> Output:
+    """The files `fix` manages, as they are now, and whether the node uses netplan (JSON)."""
+    files: dict[str, str] = {}
+    for path in MANAGED_FILES:
+        with contextlib.suppress(FileNotFoundError):
+            files[path] = system_path(path).read_text()
+    return Output(0, json.dumps({"files": files, "netplan": system_path(NETPLAN_DIR).is_dir()}) + "\n")
+
+
+def _config(source: NodeSource) -> dict[str, object]:
+    result = source.output("config_files", _config_files)
+    if not result.ok:
+        return {"netplan": _command_unknown("config_files", result, "wirespeed")}
+    try:
+        data = json.loads(result.stdout)
+        return {"config_files": dict(data["files"]), "netplan": bool(data["netplan"])}
+    except (ValueError, KeyError, TypeError) as exc:
+        return {"netplan": Unknown(f"config_files: unreadable ({exc})")}
+
+
+NCCL_VENV_GLOBS = (
+    "/opt/*/.venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+    "/usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
+    "~/.venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+    "~/.local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+)
+
+
+def _nccl_libraries() -> list[str]:
+    """libnccl files: the ldconfig cache, NCCL_HOME, LD_LIBRARY_PATH and the usual Python venvs (PyTorch's)."""
+    found: list[str] = []
+    listing = run_command(["ldconfig", "-p"])
+    found += [line.rpartition("=>")[2].strip() for line in listing.stdout.splitlines() if "libnccl.so" in line]
+    dirs = [os.path.join(os.environ["NCCL_HOME"], "lib")] if os.environ.get("NCCL_HOME") else []
+    dirs += [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+    found += [p for d in dirs for p in sorted(glob.glob(os.path.join(d, "libnccl.so*")))]
+    found += [p for pattern in NCCL_VENV_GLOBS for p in sorted(glob.glob(os.path.expanduser(pattern)))]
+    unique: dict[str, str] = {}
+    for path in found:
+        real = os.path.realpath(path)
+        if os.path.isfile(real):
+            unique.setdefault(real, path)
+    return sorted(unique)
+
+
+def _nccl_archs() -> Output:
+    """Per NCCL library: the GPU architectures it carries code for (`cuobjdump --list-elf`, in Python)."""
+    lines: list[str] = []
+    for path in _nccl_libraries():
+        try:
+            with open(path, "rb") as handle:
+                archs = fatbin.architectures(handle.read())
+            lines.append(f"{path}\t{fatbin.encode(archs)}")
+        except (OSError, ValueError) as exc:
+            lines.append(f"{path}\terror: {getattr(exc, 'strerror', None) or exc}")
+    return Output(0, "".join(f"{line}\n" for line in lines))
+
+
+def _parse_nccl_archs(result: Output) -> dict[str, str] | Unknown:
+    if not result.ok:
+        return _command_unknown("nccl_archs", result, "wirespeed")
+    return dict(line.split("\t", 1) for line in result.stdout.splitlines() if "\t" in line)
 
 
 def _nccl_version(result: Output) -> str | Unknown:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from wirespeed.core.errors import WirespeedError
-from wirespeed.core.fixplan import Operation, operation_from_json
+from wirespeed.core.fixplan import Operation, operation_from_json, undo_of
 from wirespeed.engine.remote import Remote, agent_argv
 
 
@@ -108,7 +108,10 @@ def revert_plan(path: Path) -> dict[str, list[Operation]]:
         raise WirespeedError(f"{path}: unreadable fix record: {exc}") from None
     plan: dict[str, list[Operation]] = {}
     for node, entries in data.get("nodes", {}).items():
-        ops = [operation_from_json({**e["op"], "value": e["original"], "reason": "revert"}) for e in reversed(entries)]
+        try:
+            ops = [undo_of(operation_from_json(e["op"]).to_json(), e["original"]) for e in reversed(entries)]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise WirespeedError(f"{path}: unreadable fix record for {node}: {exc}") from None
         if ops:
             plan[node] = ops
     return plan

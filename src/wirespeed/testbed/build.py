@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wirespeed.adapters.configroot import CONFIG_ROOT_ENV
 from wirespeed.core.errors import TestbedError, UsageError
 from wirespeed.core.inventory import Cluster, Node, render_cluster_toml
 from wirespeed.core.units import format_rate, tc_rate
@@ -210,6 +211,10 @@ class _Builder:
                 f"{node.name}: making host key",
             )
             address = node.mgmt_address.split("/")[0]
+            # The node's own /etc for what `fix` writes (the host's is shared): a netplan system like DGX OS.
+            config_root = node_dir / "root"
+            for sub in ("etc/netplan", "etc/sysctl.d"):
+                (config_root / sub).mkdir(parents=True, exist_ok=True)
             (node_dir / "sshd_config").write_text(
                 "\n".join(
                     [
@@ -224,7 +229,7 @@ class _Builder:
                         "StrictModes no",
                         "MaxSessions 64",
                         "MaxStartups 64:30:128",
-                        "SetEnv WIRESPEED_EMULATED=1",
+                        f"SetEnv WIRESPEED_EMULATED=1 {CONFIG_ROOT_ENV}={config_root}",
                         f"PidFile {node_dir / 'sshd.pid'}",
                         "",
                     ]

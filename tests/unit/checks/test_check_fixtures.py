@@ -135,3 +135,13 @@ def test_the_emulated_switch_cluster_shape() -> None:
         assert outcomes[check_id].status is CheckStatus.PASS, outcomes[check_id]
     for check_id in ("gid.rocev2", "mem.lock", "pcie.width", "container.rdma"):
         assert outcomes[check_id].status is CheckStatus.SKIP, outcomes[check_id]
+
+
+def test_nccl_arch_from_the_snapshots() -> None:
+    # The playbook's sm_121 build passes; the GX10 pair's Hopper-era NCCL runs only by JIT from compute_90 PTX.
+    assert status("spark-two-cables", "nccl.arch") is CheckStatus.PASS
+    outcome = results("gx10-pcie-x2")["nccl.arch"]
+    assert outcome.status is CheckStatus.WARN
+    assert {e.node for e in outcome.evidence} == {"gx10-1", "gx10-2"}
+    assert all("PTX only" in e.what for e in outcome.evidence)
+    assert status("ib-server", "nccl.arch") is CheckStatus.SKIP  # no GPU

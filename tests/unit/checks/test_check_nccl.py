@@ -1,11 +1,12 @@
-"""nccl.env."""
+"""nccl.env and nccl.arch."""
 
 from __future__ import annotations
 
 from builders import assert_actionable, cluster, fix_text, run, spark, without_rdma
 
 from wirespeed.core.checks.common import NcclList
-from wirespeed.core.checks.model import CheckStatus
+from wirespeed.core.checks.model import CheckResult, CheckStatus
+from wirespeed.core.facts import Gpu, Unknown
 
 
 def env(**values: str) -> dict[str, str]:
@@ -82,3 +83,41 @@ def test_nccl_list_syntax() -> None:
     assert NcclList.parse("rocep1s0f").selects("rocep1s0f1")
     assert not NcclList.parse("^=rocep1s0f1").selects("rocep1s0f1")
     assert NcclList.parse("^=rocep1s0f1").selects("roceP2p1s0f1")
+
+
+# ------------------------------------------------------------------------------------------------------ nccl.arch
+GB10 = (Gpu("NVIDIA GB10", "12.1", "580.95.05"),)
+PIP_NCCL = {
+    "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2": "elf=75,80,90,100,110,120 ptx=120"
+}
+
+
+def arch(**changes: object) -> CheckResult:
+    outcome = run("nccl.arch", cluster(spark("s1", 10, **changes), spark("s2", 11, **changes)))
+    assert_actionable(outcome)
+    return outcome
+
+
+def test_arch_passes_with_a_binary_compatible_cubin() -> None:
+    outcome = arch(gpus=GB10, nccl_archs=PIP_NCCL)
+    assert outcome.status is CheckStatus.PASS
+    assert "binary-compatible" in outcome.evidence[0].what and "sm_120" in str(outcome.evidence[0].value)
+
+
+def test_arch_fails_without_code_for_the_gpu_and_says_how_to_build() -> None:
+    old = {"/usr/lib/aarch64-linux-gnu/libnccl.so.2.18.1": "elf=70,80,90 ptx=90"}
+    outcome = arch(gpus=GB10, nccl_archs=old)
+    assert outcome.status is CheckStatus.WARN  # PTX 9.0 can be JIT-compiled for 12.1
+    old = {"/usr/lib/aarch64-linux-gnu/libnccl.so.2.18.1": "elf=70,80,90 ptx="}
+    outcome = arch(gpus=GB10, nccl_archs=old)
+    assert outcome.status is CheckStatus.FAIL
+    assert {e.node for e in outcome.evidence} == {"s1", "s2"}
+    assert "code=sm_121" in fix_text(outcome.fixes)
+
+
+def test_arch_skips_without_gpus_or_libraries() -> None:
+    assert arch().status is CheckStatus.SKIP  # no GPU in the facts
+    outcome = arch(gpus=GB10, nccl_archs={})
+    assert outcome.status is CheckStatus.SKIP and "no NCCL library" in outcome.summary
+    outcome = arch(gpus=(Gpu("NVIDIA GB10", Unknown("nvidia-smi did not say"), "x"),), nccl_archs=PIP_NCCL)
+    assert outcome.status is CheckStatus.SKIP

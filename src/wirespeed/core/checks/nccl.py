@@ -2,13 +2,16 @@
 
 Wrong NCCL_IB_HCA, NCCL_IB_DISABLE=1 or a net plugin sends NCCL over NET/Socket; an HCA list with one half of a
 port runs it at half rate; an empty NCCL_IB_GID_INDEX reads as 0, the fe80 GID (spark-facts 1.5, problems 1-3).
+nccl.arch: on the Spark NCCL "must be built targeting Blackwell's compute capability sm_121" (the seeds); a library
+without a cubin or PTX for the GPU cannot launch its kernels.
 """
 
 from __future__ import annotations
 
-from wirespeed.core.checks.common import FIND_ENV, NcclList, cabled_ports, joined, rdma_devices_of
+from wirespeed.core.checks.common import FIND_ENV, NcclList, cabled_ports, count, joined, rdma_devices_of
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
-from wirespeed.core.facts import NodeFacts
+from wirespeed.core.facts import NodeFacts, Unknown
+from wirespeed.core.parsers.fatbin import capability_number, decode
 
 ID = "nccl.env"
 
@@ -110,3 +113,82 @@ def nccl_env(data: CheckInput) -> CheckResult:
     fixes = list(dict.fromkeys(f for _, _, f in findings))
     names = joined(sorted({f"{e.node} {e.subject}" for e in evidence}))
     return result(ID, status, f"NCCL environment problems: {names}{note}", evidence, fixes)
+
+
+# ------------------------------------------------------------------------------------------------------ nccl.arch
+ARCH = "nccl.arch"
+
+
+def _capabilities(facts: NodeFacts) -> list[tuple[str, int]]:
+    """(GPU name, compute capability as 121) for every GPU whose capability nvidia-smi gave."""
+    if isinstance(facts.gpus, Unknown):
+        return []
+    found = []
+    for gpu in facts.gpus:
+        number = capability_number(gpu.compute_capability) if isinstance(gpu.compute_capability, str) else None
+        if number is not None:
+            found.append((gpu.name, number))
+    return list(dict.fromkeys(found))
+
+
+def _arch_fix(node: str, capability: int) -> Fix:
+    return Fix(
+        node,
+        f"use an NCCL built for sm_{capability} (NVIDIA's Spark playbook builds v2.28.9-1 from source) and put its "
+        "lib/ first in LD_LIBRARY_PATH (or NCCL_HOME for nccl-tests)",
+        (
+            "git clone -b v2.28.9-1 https://github.com/NVIDIA/nccl.git ~/nccl && cd ~/nccl",
+            f'make -j src.build NVCC_GENCODE="-gencode=arch=compute_{capability},code=sm_{capability}"',
+            'export NCCL_HOME="$HOME/nccl/build" LD_LIBRARY_PATH="$HOME/nccl/build/lib:$LD_LIBRARY_PATH"',
+        ),
+    )
+
+
+def _library_findings(node: str, path: str, line: str, gpus: list[tuple[str, int]]) -> list[Finding]:
+    try:
+        archs = decode(line)
+    except ValueError:
+        return [(CheckStatus.SKIP, Evidence(node, path, "NCCL library not read", line), Fix(node, ""))]
+    findings: list[Finding] = []
+    for name, capability in gpus:
+        how = archs.runs_on(capability)
+        if how == "sm":
+            exact = capability in archs.elf
+            what = f"{name} (sm_{capability}): {'its own cubin' if exact else 'a binary-compatible cubin'}"
+            findings.append((CheckStatus.PASS, Evidence(node, path, what, archs.describe()), Fix(node, "")))
+        else:
+            status, what = (
+                (CheckStatus.WARN, "PTX only, JIT-compiled by the driver on first use (slow start)")
+                if how == "ptx"
+                else (CheckStatus.FAIL, "no code for it (NCCL kernels cannot launch)")
+            )
+            evidence = Evidence(node, path, f"{name} (sm_{capability}): {what}", archs.describe())
+            findings.append((status, evidence, _arch_fix(node, capability)))
+    return findings
+
+
+@check(ARCH, "the NCCL library carries code for the GPU's compute capability")
+def nccl_arch(data: CheckInput) -> CheckResult:
+    with_gpus = {n: gpus for n, f in sorted(data.facts.items()) if (gpus := _capabilities(f))}
+    if not with_gpus:
+        return skip(ARCH, "no GPU with a known compute capability (nvidia-smi) on any node")
+    findings: list[Finding] = []
+    unread: list[str] = []
+    for node, gpus in with_gpus.items():
+        libraries = data.facts[node].nccl_archs
+        if isinstance(libraries, Unknown) or not libraries:
+            unread.append(node)
+            continue
+        for path, line in sorted(libraries.items()):
+            findings += _library_findings(node, path, line, gpus)
+    note = f"; no NCCL library found on {joined(unread)}" if unread else ""
+    if not findings:
+        return skip(ARCH, f"no NCCL library found on {joined(unread)} (ldconfig, NCCL_HOME, LD_LIBRARY_PATH, venvs)")
+    bad = [(s, e, f) for s, e, f in findings if s in (CheckStatus.FAIL, CheckStatus.WARN)]
+    evidence = [e for _, e, _ in (bad or findings)]
+    if not bad:
+        return result(ARCH, CheckStatus.PASS, f"{count(len(findings), 'NCCL library/GPU pair')} fit{note}", evidence)
+    status = CheckStatus.FAIL if any(s is CheckStatus.FAIL for s, _, _ in bad) else CheckStatus.WARN
+    fixes = list(dict.fromkeys(f for _, _, f in bad))
+    names = joined(sorted({f"{e.node} {e.subject}" for e in evidence}))
+    return result(ARCH, status, f"NCCL without code for the GPU: {names}{note}", evidence, fixes)

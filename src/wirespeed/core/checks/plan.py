@@ -131,6 +131,18 @@ def _fresh(used: set[ipaddress.IPv4Network]) -> ipaddress.IPv4Network:
     return candidate
 
 
+def _hosts_in_use(facts: NodeFacts) -> list[int]:
+    """Host numbers this node already has on its fabric /24s (.2 on one half: .2 on the other too)."""
+    numbers: list[int] = []
+    for name in facts.fabric:
+        netdev = facts.netdev(name)
+        for cidr in netdev.ipv4 if netdev and name != facts.management else ():
+            iface = ipaddress.IPv4Interface(cidr)
+            if not is_link_local(cidr) and iface.network.prefixlen == 24:
+                numbers.append(int(iface.ip) - int(iface.network.network_address))
+    return list(dict.fromkeys(numbers))
+
+
 def _address(
     all_facts: Mapping[str, NodeFacts], end: End, subnet: ipaddress.IPv4Network, taken: set[ipaddress.IPv4Address]
 ) -> str:
@@ -138,8 +150,8 @@ def _address(
     for cidr in netdev.ipv4 if netdev else ():
         if network(cidr) == subnet:
             return cidr
-    preferred = _host_number(all_facts, end[0])
-    hosts = [preferred, *range(FIRST_HOST, subnet.num_addresses - 1)]
+    preferred = [*_hosts_in_use(all_facts[end[0]]), _host_number(all_facts, end[0])]
+    hosts = [*preferred, *range(FIRST_HOST, subnet.num_addresses - 1)]
     host = next(h for h in hosts if subnet.network_address + h not in taken)
     taken.add(subnet.network_address + host)
     return f"{subnet.network_address + host}/{subnet.prefixlen}"
