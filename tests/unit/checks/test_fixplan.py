@@ -140,3 +140,11 @@ def test_unknown_netplan_is_not_assumed() -> None:
     halves = {P1H0: Half(ipv4=(plan_address(P1H0, 10),), mtu=1500)}
     data = cluster(spark("s1", 10, half=halves, netplan=Unknown("config_files: not recorded")), spark("s2", 11))
     assert "not recorded" in plan_nodes(data, results(data))["s1"].notes[0]
+
+
+def test_a_readdressed_half_takes_the_host_number_its_node_uses_on_the_other_halves() -> None:
+    # Nodes numbered .1 and .2 (not the plan's .10, .11): the lost half comes back as .2, like its twin.
+    s1 = spark("s1", 1, netplan=True)
+    s2 = spark("s2", 2, half={P1H1: Half(ipv4=())}, netplan=True)
+    ops = planned(s1, s2)["s2"]
+    assert Operation("addr", P1H1, plan_address(P1H1, 2), "link.halves", network=True) in ops

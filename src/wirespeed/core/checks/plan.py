@@ -131,10 +131,10 @@ def _fresh(used: set[ipaddress.IPv4Network]) -> ipaddress.IPv4Network:
     return candidate
 
 
-def _hosts_in_use(facts: NodeFacts) -> list[int]:
-    """Host numbers this node already has on its fabric /24s (.2 on one half: .2 on the other too)."""
+def _hosts_in_use(facts: NodeFacts, moving: str) -> list[int]:
+    """Host numbers this node has on its other fabric /24s (.2 on one half: .2 on the other too)."""
     numbers: list[int] = []
-    for name in facts.fabric:
+    for name in (n for n in facts.fabric if n != moving):
         netdev = facts.netdev(name)
         for cidr in netdev.ipv4 if netdev and name != facts.management else ():
             iface = ipaddress.IPv4Interface(cidr)
@@ -150,7 +150,7 @@ def _address(
     for cidr in netdev.ipv4 if netdev else ():
         if network(cidr) == subnet:
             return cidr
-    preferred = [*_hosts_in_use(all_facts[end[0]]), _host_number(all_facts, end[0])]
+    preferred = [*_hosts_in_use(all_facts[end[0]], end[1]), _host_number(all_facts, end[0])]
     hosts = [*preferred, *range(FIRST_HOST, subnet.num_addresses - 1)]
     host = next(h for h in hosts if subnet.network_address + h not in taken)
     taken.add(subnet.network_address + host)
