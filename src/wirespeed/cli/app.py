@@ -157,6 +157,20 @@ def agent_probe(ctx: Ctx, node: str, ifaces: str, duration: float, token: str) -
     ctx.output(True).data(result.to_json())
 
 
+@agent.command("sample")
+@click.option("--node", required=True, help="The name the controller knows this node by.")
+@click.option("--ifaces", required=True, help="Comma-separated interfaces to read.")
+@click.option("--interval", type=float, default=0.5, show_default=True, help="Seconds between samples.")
+@click.option("--count", type=int, default=0, help="Stop after this many samples (0: until stdin closes).")
+def agent_sample(node: str, ifaces: str, interval: float, count: int) -> None:
+    """Stream this node's NIC counters and per-core CPU as JSON lines until stdin closes (used by `watch`)."""
+    from wirespeed.engine.sampling import stream_samples
+
+    if interval <= 0:
+        raise UsageError(f"--interval {interval}: must be above 0", hint="for example --interval 0.5")
+    stream_samples(node, [i for i in ifaces.split(",") if i], interval, count)
+
+
 @agent.command("snapshot")
 @click.option("--node", required=True)
 @pass_ctx
@@ -368,6 +382,94 @@ def fix_cmd(
         )
     elif not revert:
         out.message(f"wirespeed: the replaced values are in {record_path}; `wirespeed fix --revert` restores them")
+    raise SystemExit(1 if failed else 0)
+
+
+# --------------------------------------------------------------------------------------------------------- watch
+@cli.command("watch", context_settings={**CONTEXT, "ignore_unknown_options": True})
+@cluster_options
+@click.option("--interval", type=float, default=0.5, show_default=True, help="Seconds between samples.")
+@click.option("--duration", "duration_s", type=float, default=None, help="Stop after this many seconds.")
+@click.option("--once", is_flag=True, help="One interval on every node, then stop (with --json: for scripts).")
+@click.option("--record", type=click.Path(path_type=Path), default=None, help="Append every sample as JSON lines.")
+@click.option("--run", "run_flag", is_flag=True, help="Run the command after `--` alongside; stop when it ends.")
+@json_option
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@pass_ctx
+def watch_cmd(
+    ctx: Ctx,
+    cluster_file: Path | None,
+    hosts: str | None,
+    user: str | None,
+    interval: float,
+    duration_s: float | None,
+    once: bool,
+    record: Path | None,
+    run_flag: bool,
+    json_mode: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Live TX/RX per node and cable at the wire (NIC PHY counters: RDMA included), per-core CPU, error counters.
+    Ctrl-C stops; the peaks are printed at the end."""
+    import contextlib
+
+    from rich.live import Live
+
+    from wirespeed.core.meter import layout_from_facts
+    from wirespeed.engine import discover
+    from wirespeed.engine.watch import open_record, watch
+    from wirespeed.ui.watch import dashboard, peak_lines
+
+    out = ctx.output(json_mode)
+    if interval <= 0 or interval > 60:
+        raise UsageError(f"--interval {interval}: must be above 0 and at most 60 seconds", hint="e.g. --interval 0.5")
+    if command and not run_flag:
+        raise UsageError(f"unexpected argument {command[0]!r}", hint="to run a command alongside: --run -- CMD ...")
+    if run_flag and not command:
+        raise UsageError("--run needs a command after `--`", hint="wirespeed watch --run -- all_reduce_perf -b 1G")
+    remote = resolve_remote(out, cluster_file, hosts, user)
+    found = discover.discover_live(remote, probe=False)
+    for reason in found.errors.values():
+        out.message(f"wirespeed: {reason}")
+    layouts = [layout_from_facts(found.facts[node]) for node in sorted(found.facts)]
+    header = f"wirespeed watch  {len(layouts)} node(s)  every {interval:g} s  Gb/s per direction  Ctrl-C stops"
+    with contextlib.ExitStack() as stack:
+        sink = stack.enter_context(open_record(record)) if record else None
+        if json_mode or (not out.console.is_terminal and not run_flag and (once or duration_s)):
+            result = watch(
+                remote, layouts, lambda *_: None, interval=interval, duration_s=duration_s,
+                intervals=1 if once else None, record=sink, run_argv=command or None,
+            )  # fmt: skip
+        else:
+            live = stack.enter_context(
+                Live(console=out.console, auto_refresh=False, transient=False, redirect_stdout=False)
+            )
+
+            def show(views: Any, waiting: list[str], tail: list[str]) -> None:
+                live.update(dashboard(views, waiting, header, out.console.width, tail), refresh=True)
+
+            result = watch(
+                remote, layouts, show, interval=interval, duration_s=duration_s,
+                intervals=1 if once else None, record=sink, run_argv=command or None,
+            )  # fmt: skip
+    for node, reason in sorted(result.ended.items()):
+        out.message(f"wirespeed: {node}: {reason}")
+    if json_mode:
+        out.data(
+            {
+                "interval_s": interval,
+                "intervals": result.intervals,
+                "samples": result.samples,
+                "nodes": {node: view.to_json() for node, view in sorted(result.views.items())},
+                "ended": result.ended,
+                "run_returncode": result.run_returncode,
+                "record": str(record) if record else None,
+            }
+        )
+    else:
+        for line in peak_lines(result.views):
+            out.console.print(line, markup=False, highlight=False)
+    failed = (bool(result.ended) and not result.interrupted) or (result.run_returncode or 0) != 0
     raise SystemExit(1 if failed else 0)
 
 

@@ -53,6 +53,8 @@ class RemoteProcess:
 
     def stop(self, grace_s: float = 5.0) -> CommandResult:
         """Close stdin (the remote watchdog stops the command), wait, then kill what is left locally."""
+        if self.popen.stdin is not None and self.popen.stdin.closed:
+            self.popen.stdin = None  # already closed by the caller (several stopped at once): nothing to flush
         try:
             # communicate() closes stdin first: that EOF is what stops the watched command.
             stdout, stderr = self.popen.communicate(timeout=grace_s)

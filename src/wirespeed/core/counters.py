@@ -1,0 +1,283 @@
+"""Which NIC counters count the wire, and rates from two readings. Pure.
+
+RDMA bytes never pass the kernel's network stack, so the netdev counters (`ip -s link`) miss them; mlx5's
+`*_bytes_phy` count everything on the physical port, RoCE included (spark-facts 4.1). On a multi-host port (the
+Spark's two PCIe halves of one 200G port) both functions may report the PHY counters of the one shared wire:
+a cable is then counted once, and the per-half split comes from the per-function vport counters, where RDMA is
+`*_vport_rdma_*` and the rest `*_vport_unicast/multicast/broadcast_*`.
+
+Counters are 64-bit; a counter that goes backwards was reset (driver reload, interface re-created), not wrapped,
+unless it was near the top of its width: that interval then has no rate rather than an invented spike.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+PHY = ("tx_bytes_phy", "rx_bytes_phy", "tx_packets_phy", "rx_packets_phy")
+NETDEV = ("tx_bytes", "rx_bytes", "tx_packets", "rx_packets")
+VPORT_TX = (
+    "tx_vport_unicast_bytes",
+    "tx_vport_multicast_bytes",
+    "tx_vport_broadcast_bytes",
+    "tx_vport_rdma_unicast_bytes",
+    "tx_vport_rdma_multicast_bytes",
+)
+VPORT_RX = tuple(name.replace("tx_", "rx_", 1) for name in VPORT_TX)
+VPORT_RDMA = ("tx_vport_rdma_unicast_bytes", "rx_vport_rdma_unicast_bytes")
+# Counters whose growth explains trouble (spark-facts 4.1-4.3). Pause/CNP/ECN grow legitimately with PFC/ECN on.
+ERROR_NAMES = frozenset(
+    {
+        "rx_discards_phy",
+        "tx_discards_phy",
+        "tx_errors_phy",
+        "rx_crc_errors_phy",
+        "rx_symbol_err_phy",
+        "rx_in_range_len_errors_phy",
+        "rx_out_of_range_len_phy",
+        "rx_oversize_pkts_phy",
+        "rx_undersize_pkts_phy",
+        "rx_fragments_phy",
+        "rx_jabbers_phy",
+        "rx_pcs_symbol_err_phy",
+        "link_down_events_phy",
+        "rx_out_of_buffer",
+        "dev_out_of_buffer",
+        "outbound_pci_buffer_overflow",
+        "rx_pci_signal_integrity",
+        "tx_pci_signal_integrity",
+        "rx_pause_ctrl_phy",
+        "tx_pause_ctrl_phy",
+        "tx_pause_storm_warning_events",
+        "tx_pause_storm_error_events",
+        "rx_global_pause",
+        "tx_global_pause",
+        "rx_oversize_pkts_sw_drop",
+        # netdev statistics (sysfs)
+        "rx_dropped",
+        "tx_dropped",
+        "rx_errors",
+        "tx_errors",
+        "rx_crc_errors",
+        "rx_missed_errors",
+        "rx_over_errors",
+        "rx_fifo_errors",
+        "tx_carrier_errors",
+        # RDMA hw_counters
+        "out_of_sequence",
+        "packet_seq_err",
+        "local_ack_timeout_err",
+        "rnr_nak_retry_err",
+        "out_of_buffer",
+        "rx_icrc_encapsulated",
+        "req_cqe_error",
+        "resp_cqe_error",
+        "roce_adp_retrans",
+        "roce_adp_retrans_to",
+        "np_cnp_sent",
+        "rp_cnp_handled",
+        "np_ecn_marked_roce_packets",
+        # RDMA port counters
+        "port_xmit_discards",
+        "port_rcv_errors",
+        "link_downed",
+        "symbol_error",
+    }
+)
+ERROR_PATTERN = re.compile(r"^(rx_prio\d_(discards|buf_discard|cong_discard|pause)|tx_prio\d_pause)$")
+# Congestion signals, not faults: shown, but not called errors.
+CONGESTION = frozenset(
+    {"rx_pause_ctrl_phy", "tx_pause_ctrl_phy", "rx_global_pause", "tx_global_pause", "np_cnp_sent", "rp_cnp_handled"}
+)
+RDMA_WORDS = ("port_xmit_data", "port_rcv_data")  # 4-byte words (K-ABI)
+RDMA_PACKETS = ("port_xmit_packets", "port_rcv_packets")
+WIDTH = 64
+NEAR_TOP = 1 << 40  # a 64-bit counter within this of 2^64 may wrap; anything else going backwards was reset
+
+
+def is_error_counter(name: str) -> bool:
+    return name in ERROR_NAMES or bool(ERROR_PATTERN.match(name))
+
+
+def select_counters(names: Iterable[str]) -> list[str]:
+    """The driver statistics worth sending per sample: the wire, the per-function split and the error counters."""
+    wanted = set(PHY) | set(VPORT_TX) | set(VPORT_RX)
+    return [name for name in names if name in wanted or is_error_counter(name)]
+
+
+def wire_source(stats: Mapping[str, int]) -> str:
+    """ "phy" when the driver counts the physical port (RDMA included), else "netdev" (the kernel stack only)."""
+    return "phy" if all(name in stats for name in PHY) else "netdev"
+
+
+def delta(previous: int, current: int, width: int = WIDTH) -> int | None:
+    """How much a counter grew; None when it went backwards for any reason but a wrap at its width."""
+    if current >= previous:
+        return current - previous
+    top = 1 << width
+    if width < WIDTH and previous >= top // 2 and current < top // 2:
+        return current + top - previous
+    if width == WIDTH and previous >= top - NEAR_TOP:
+        return current + top - previous
+    return None
+
+
+@dataclass(frozen=True)
+class IfaceReading:
+    """One interface at one instant, as the node's sampler read it."""
+
+    stats: Mapping[str, int] = field(default_factory=dict)  # selected driver statistics (ethtool -S names)
+    netdev: Mapping[str, int] = field(default_factory=dict)  # /sys/class/net/IF/statistics
+    rdma: Mapping[str, int] = field(default_factory=dict)  # RDMA port counters and hw_counters, raw
+    pci: str | None = None
+    speed_mbps: int | None = None
+
+    def wire(self) -> tuple[str, dict[str, int]]:
+        """(source, {tx_bytes, rx_bytes, tx_packets, rx_packets}) from the best counters this interface has."""
+        if wire_source(self.stats) == "phy":
+            return "phy", {n.removesuffix("_phy"): self.stats[n] for n in PHY}
+        return "netdev", {n: self.netdev[n] for n in NETDEV if n in self.netdev}
+
+    def function_bytes(self) -> tuple[int, int] | None:
+        """This PCI function's own (tx, rx) bytes, RDMA included, from the vport counters; None without them."""
+        if not all(name in self.stats for name in (*VPORT_RDMA, "tx_vport_unicast_bytes", "rx_vport_unicast_bytes")):
+            return None
+        return sum(self.stats.get(n, 0) for n in VPORT_TX), sum(self.stats.get(n, 0) for n in VPORT_RX)
+
+    def rdma_bytes(self) -> tuple[int, int] | None:
+        if not all(name in self.rdma for name in RDMA_WORDS):
+            return None
+        return self.rdma["port_xmit_data"] * 4, self.rdma["port_rcv_data"] * 4
+
+    def errors(self) -> dict[str, int]:
+        found = {n: v for n, v in self.stats.items() if is_error_counter(n)}
+        found.update({f"netdev:{n}": v for n, v in self.netdev.items() if is_error_counter(n)})
+        found.update({f"rdma:{n}": v for n, v in self.rdma.items() if is_error_counter(n)})
+        return found
+
+
+def gbps(byte_delta: int | None, seconds: float) -> float | None:
+    """Bytes in an interval as Gb/s (10^9 bit/s)."""
+    if byte_delta is None or seconds <= 0:
+        return None
+    return byte_delta * 8 / seconds / 1e9
+
+
+@dataclass(frozen=True)
+class IfaceRate:
+    """One interface over one interval, in Gb/s per direction (None: no rate for this interval)."""
+
+    source: str  # "phy" or "netdev"
+    tx_gbps: float | None
+    rx_gbps: float | None
+    function_tx_gbps: float | None = None  # this half's own share (vport counters), when the PHY is shared
+    function_rx_gbps: float | None = None
+    rdma_tx_gbps: float | None = None  # RDMA port counters
+    rdma_rx_gbps: float | None = None
+    errors: Mapping[str, int] = field(default_factory=dict)  # counters that grew, by how much
+
+
+def _pair(prev: tuple[int, int] | None, cur: tuple[int, int] | None, seconds: float) -> tuple[float | None, ...]:
+    if prev is None or cur is None:
+        return None, None
+    return gbps(delta(prev[0], cur[0]), seconds), gbps(delta(prev[1], cur[1]), seconds)
+
+
+def iface_rate(previous: IfaceReading, current: IfaceReading, seconds: float) -> IfaceRate:
+    """Rates between two readings of one interface, `seconds` apart."""
+    source, cur = current.wire()
+    prev_source, prev = previous.wire()
+    if source != prev_source:  # the string set changed under us: no rate for this interval
+        tx = rx = None
+    else:
+        tx = (
+            gbps(delta(prev["tx_bytes"], cur["tx_bytes"]), seconds)
+            if "tx_bytes" in cur and "tx_bytes" in prev
+            else None
+        )
+        rx = (
+            gbps(delta(prev["rx_bytes"], cur["rx_bytes"]), seconds)
+            if "rx_bytes" in cur and "rx_bytes" in prev
+            else None
+        )
+    ftx, frx = _pair(previous.function_bytes(), current.function_bytes(), seconds)
+    rtx, rrx = _pair(previous.rdma_bytes(), current.rdma_bytes(), seconds)
+    before = previous.errors()
+    grew = {n: d for n, v in current.errors().items() if n in before and (d := delta(before[n], v)) and d > 0}
+    return IfaceRate(source, tx, rx, ftx, frx, rtx, rrx, grew)
+
+
+SHARED_TOLERANCE = 1e-3  # relative: two reads of one busy counter a few microseconds apart
+SHARED_FLOOR = 1 << 20  # below 1 MiB in both directions the counters say nothing either way
+
+
+def phy_shared(a: IfaceReading, b: IfaceReading) -> bool | None:
+    """Do two halves of one port report the same PHY counters (one shared wire)? None: cannot tell yet."""
+    if wire_source(a.stats) != "phy" or wire_source(b.stats) != "phy":
+        return False
+    pairs = [(a.stats[n], b.stats[n]) for n in ("tx_bytes_phy", "rx_bytes_phy")]
+    if all(max(x, y) < SHARED_FLOOR for x, y in pairs):
+        return None
+    return all(abs(x - y) <= max(SHARED_TOLERANCE * max(x, y), 64 * 1024) for x, y in pairs)
+
+
+@dataclass(frozen=True)
+class CableRate:
+    """One physical port (cable) over one interval: the wire per direction, and each half beneath it."""
+
+    label: str
+    halves: Mapping[str, IfaceRate]
+    shared_phy: bool  # True: both halves report the one wire, counted once
+    line_rate_gbps: float | None
+    tx_gbps: float | None
+    rx_gbps: float | None
+
+    @property
+    def duplex_gbps(self) -> float | None:
+        return None if self.tx_gbps is None or self.rx_gbps is None else self.tx_gbps + self.rx_gbps
+
+
+def _sum(values: Iterable[float | None]) -> float | None:
+    items = list(values)
+    return None if not items or any(v is None for v in items) else sum(v for v in items if v is not None)
+
+
+def _max(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
+
+
+def cable_rate(
+    label: str, halves: Mapping[str, IfaceRate], shared_phy: bool, line_rate_gbps: float | None
+) -> CableRate:
+    """The cable's wire: the halves added up, or one of them when they report the same shared PHY."""
+    combine = _max if shared_phy else _sum
+    tx = combine(h.tx_gbps for h in halves.values())
+    rx = combine(h.rx_gbps for h in halves.values())
+    return CableRate(label, halves, shared_phy, line_rate_gbps, tx, rx)
+
+
+# ----------------------------------------------------------------------------------------------------------- cpu
+CpuTimes = tuple[int, ...]  # one core's /proc/stat jiffies: user nice system idle iowait irq softirq steal
+
+
+def parse_proc_stat(text: str) -> list[CpuTimes]:
+    """Per-core jiffies from /proc/stat (the `cpuN` lines, not the `cpu` total)."""
+    cores: list[CpuTimes] = []
+    for line in text.splitlines():
+        name, _, rest = line.partition(" ")
+        if name.startswith("cpu") and name[3:].isdigit():
+            cores.append(tuple(int(v) for v in rest.split()[:8]))
+    return cores
+
+
+def cpu_busy(previous: list[CpuTimes], current: list[CpuTimes]) -> list[float | None]:
+    """Per-core busy percentage over the interval (idle and iowait count as not busy)."""
+    busy: list[float | None] = []
+    for before, after in zip(previous, current, strict=False):
+        total = sum(after) - sum(before)
+        idle = (after[3] + after[4]) - (before[3] + before[4]) if len(after) > 4 and len(before) > 4 else 0
+        busy.append(None if total <= 0 else max(0.0, min(100.0, 100.0 * (total - idle) / total)))
+    return busy

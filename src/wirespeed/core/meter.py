@@ -1,0 +1,261 @@
+"""From streams of node samples to what a person watches: per node and cable, TX/RX now and peak, CPU. Pure.
+
+The layout (which halves make which cable, at what line rate) comes from discovery; the samples from each node's
+`wirespeed agent sample`. Rates use the node's own clock, so the controller's scheduling never skews them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from wirespeed.core.counters import (
+    CONGESTION,
+    CableRate,
+    CpuTimes,
+    IfaceRate,
+    IfaceReading,
+    cable_rate,
+    cpu_busy,
+    iface_rate,
+    phy_shared,
+)
+from wirespeed.core.facts import NodeFacts
+
+
+@dataclass(frozen=True)
+class Cable:
+    label: str  # "port 1"
+    halves: tuple[str, ...]
+    line_rate_gbps: float | None  # the link's speed per direction
+
+
+@dataclass(frozen=True)
+class NodeLayout:
+    node: str
+    cables: tuple[Cable, ...]
+
+    @property
+    def interfaces(self) -> list[str]:
+        return [half for cable in self.cables for half in cable.halves]
+
+
+def layout_from_facts(facts: NodeFacts) -> NodeLayout:
+    """Cabled ports with their halves; a node with no cabled port shows every fabric interface that is up."""
+
+    def line_rate(halves: Sequence[str]) -> float | None:
+        speeds = [n.speed_mbps for h in halves if (n := facts.netdev(h)) and isinstance(n.speed_mbps, int)]
+        return max(speeds) / 1000 if speeds else None
+
+    def cabled(name: str) -> bool:
+        netdev = facts.netdev(name)
+        return netdev is not None and netdev.carrier is True
+
+    cables = [Cable(p.label, p.halves, line_rate(p.halves)) for p in facts.ports if any(cabled(h) for h in p.halves)]
+    if not cables:
+        names = [n for n in facts.fabric if cabled(n)] or [
+            n.name for n in facts.netdevs if n.name != "lo" and n.carrier is True
+        ]
+        cables = [Cable(name, (name,), line_rate([name])) for name in names]
+    return NodeLayout(facts.node, tuple(cables))
+
+
+@dataclass(frozen=True)
+class NodeSample:
+    """What one node's sampler read at one instant."""
+
+    node: str
+    t: float  # the node's monotonic clock, seconds
+    ifaces: Mapping[str, IfaceReading]
+    cpu: list[CpuTimes]
+    wall: float | None = None  # the node's wall clock, for records
+    missing: tuple[str, ...] = ()  # asked for, not there now (unplugged, renamed and not yet found)
+    renamed: Mapping[str, str] = field(default_factory=dict)  # name asked for -> name it has now
+
+
+@dataclass(frozen=True)
+class Peak:
+    tx_gbps: float = 0.0
+    rx_gbps: float = 0.0
+    duplex_gbps: float = 0.0
+
+    def update(self, rate: CableRate) -> Peak:
+        return Peak(
+            max(self.tx_gbps, rate.tx_gbps or 0.0),
+            max(self.rx_gbps, rate.rx_gbps or 0.0),
+            max(self.duplex_gbps, rate.duplex_gbps or 0.0),
+        )
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """One node over the last interval."""
+
+    node: str
+    seconds: float
+    cables: tuple[CableRate, ...]
+    peaks: Mapping[str, Peak]  # by cable label
+    cpu: tuple[float | None, ...]  # busy % per core
+    warnings: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+
+    @property
+    def cpu_average(self) -> float | None:
+        known = [c for c in self.cpu if c is not None]
+        return sum(known) / len(known) if known else None
+
+    @property
+    def busiest_core(self) -> tuple[int, float] | None:
+        known = [(i, c) for i, c in enumerate(self.cpu) if c is not None]
+        return max(known, key=lambda item: item[1]) if known else None
+
+    def errors(self) -> dict[str, dict[str, int]]:
+        """Interface -> counters that grew in this interval (congestion signals left out)."""
+        found: dict[str, dict[str, int]] = {}
+        for cable in self.cables:
+            for name, half in cable.halves.items():
+                grew = {k: v for k, v in half.errors.items() if k.split(":")[-1] not in CONGESTION}
+                if grew:
+                    found[name] = grew
+        return found
+
+    def to_json(self) -> dict[str, Any]:
+        def rate(value: float | None) -> float | None:
+            return None if value is None else round(value, 6)
+
+        return {
+            "node": self.node,
+            "seconds": round(self.seconds, 6),
+            "cables": [
+                {
+                    "label": c.label,
+                    "tx_gbps": rate(c.tx_gbps),
+                    "rx_gbps": rate(c.rx_gbps),
+                    "duplex_gbps": rate(c.duplex_gbps),
+                    "line_rate_gbps": c.line_rate_gbps,
+                    "shared_phy": c.shared_phy,
+                    "peak": vars(self.peaks[c.label]) if c.label in self.peaks else None,
+                    "halves": {
+                        name: {
+                            "source": h.source,
+                            "tx_gbps": rate(h.tx_gbps),
+                            "rx_gbps": rate(h.rx_gbps),
+                            "function_tx_gbps": rate(h.function_tx_gbps),
+                            "function_rx_gbps": rate(h.function_rx_gbps),
+                            "rdma_tx_gbps": rate(h.rdma_tx_gbps),
+                            "rdma_rx_gbps": rate(h.rdma_rx_gbps),
+                            "errors": dict(h.errors),
+                        }
+                        for name, h in c.halves.items()
+                    },
+                }
+                for c in self.cables
+            ],
+            "cpu_busy_percent": [None if c is None else round(c, 2) for c in self.cpu],
+            "warnings": list(self.warnings),
+            "missing": list(self.missing),
+        }
+
+
+NETDEV_WARNING = "no PHY counters on {names}: kernel netdev counters used, RDMA traffic is not in them"
+
+
+class Meter:
+    """Keeps the last sample and the peaks per node; `add` returns the view of the interval just ended."""
+
+    def __init__(self, layouts: Sequence[NodeLayout]) -> None:
+        self.layouts = {layout.node: layout for layout in layouts}
+        self._last: dict[str, NodeSample] = {}
+        self._shared: dict[tuple[str, str], bool] = {}
+        self.peaks: dict[str, dict[str, Peak]] = {layout.node: {} for layout in layouts}
+
+    def _is_shared(self, node: str, cable: Cable, sample: NodeSample) -> bool:
+        key = (node, cable.label)
+        if key not in self._shared and len(cable.halves) == 2:
+            a, b = (sample.ifaces.get(h) for h in cable.halves)
+            verdict = phy_shared(a, b) if a is not None and b is not None else None
+            if verdict is not None:
+                self._shared[key] = verdict
+        return self._shared.get(key, False)
+
+    def add(self, sample: NodeSample) -> NodeView | None:
+        layout = self.layouts.get(sample.node)
+        previous = self._last.get(sample.node)
+        self._last[sample.node] = sample
+        if layout is None or previous is None or sample.t <= previous.t:
+            return None
+        seconds = sample.t - previous.t
+        cables: list[CableRate] = []
+        netdev_only: list[str] = []
+        for cable in layout.cables:
+            halves: dict[str, IfaceRate] = {}
+            for half in cable.halves:
+                before, now = previous.ifaces.get(half), sample.ifaces.get(half)
+                if before is None or now is None:
+                    halves[half] = IfaceRate("gone", None, None)
+                    continue
+                half_rate = iface_rate(before, now, seconds)
+                if half_rate.source == "netdev":
+                    netdev_only.append(half)
+                halves[half] = half_rate
+            shared = self._is_shared(sample.node, cable, sample)
+            rate = cable_rate(cable.label, halves, shared, cable.line_rate_gbps)
+            peaks = self.peaks[sample.node]
+            peaks[cable.label] = peaks.get(cable.label, Peak()).update(rate)
+            cables.append(rate)
+        warnings = [NETDEV_WARNING.format(names=", ".join(netdev_only))] if netdev_only else []
+        warnings += [f"{old} is now {new}" for old, new in sample.renamed.items()]
+        return NodeView(
+            sample.node,
+            seconds,
+            tuple(cables),
+            dict(self.peaks[sample.node]),
+            tuple(cpu_busy(previous.cpu, sample.cpu)),
+            tuple(warnings),
+            sample.missing,
+        )
+
+
+def sample_from_json(data: Mapping[str, Any]) -> NodeSample:
+    """One JSON line of `wirespeed agent sample`; raises ValueError/KeyError/TypeError on anything else."""
+    ifaces = {
+        name: IfaceReading(
+            stats={k: int(v) for k, v in raw.get("stats", {}).items()},
+            netdev={k: int(v) for k, v in raw.get("netdev", {}).items()},
+            rdma={k: int(v) for k, v in raw.get("rdma", {}).items()},
+            pci=raw.get("pci"),
+            speed_mbps=raw.get("speed_mbps"),
+        )
+        for name, raw in data["ifaces"].items()
+    }
+    return NodeSample(
+        node=str(data["node"]),
+        t=float(data["t"]),
+        ifaces=ifaces,
+        cpu=[tuple(int(v) for v in core) for core in data.get("cpu", [])],
+        wall=float(data["wall"]) if data.get("wall") is not None else None,
+        missing=tuple(data.get("missing", ())),
+        renamed=dict(data.get("renamed", {})),
+    )
+
+
+def sample_to_json(sample: NodeSample) -> dict[str, Any]:
+    return {
+        "node": sample.node,
+        "t": sample.t,
+        "wall": sample.wall,
+        "ifaces": {
+            name: {
+                "stats": dict(r.stats),
+                "netdev": dict(r.netdev),
+                "rdma": dict(r.rdma),
+                "pci": r.pci,
+                "speed_mbps": r.speed_mbps,
+            }
+            for name, r in sample.ifaces.items()
+        },
+        "cpu": [list(core) for core in sample.cpu],
+        "missing": list(sample.missing),
+        "renamed": dict(sample.renamed),
+    }

@@ -1,0 +1,136 @@
+"""`wirespeed watch`: sample every node, turn samples into views, hand them to a display; optionally run a command
+alongside and stop when it ends. Every raw sample can be recorded as it arrives (nothing is lost on Ctrl-C)."""
+
+from __future__ import annotations
+
+import collections
+import json
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from wirespeed.adapters.process import kill_group
+from wirespeed.core.errors import WirespeedError
+from wirespeed.core.meter import Meter, NodeLayout, NodeView, sample_to_json
+from wirespeed.engine.remote import Remote
+from wirespeed.engine.sampling import ClusterSampler, Ended
+
+Display = Callable[[dict[str, NodeView], list[str], list[str]], None]  # views, nodes waiting, command output tail
+
+
+@dataclass
+class WatchResult:
+    views: dict[str, NodeView] = field(default_factory=dict)
+    intervals: int = 0
+    samples: int = 0
+    ended: dict[str, str] = field(default_factory=dict)  # node -> why its sampler stopped early
+    run_returncode: int | None = None
+    interrupted: bool = False
+
+
+class _Command:
+    """A local command run alongside (an nccl-tests binary, say); its output tail is kept for the display."""
+
+    def __init__(self, argv: Sequence[str], tail_lines: int = 8) -> None:
+        try:
+            self.popen = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                errors="replace",
+                bufsize=1,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise WirespeedError(
+                f"--run {argv[0]}: cannot start: {exc.strerror or exc}", hint="give the full path of the program"
+            ) from None
+        self.tail: collections.deque[str] = collections.deque(maxlen=tail_lines)
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        assert self.popen.stdout is not None
+        for line in self.popen.stdout:
+            self.tail.append(line.rstrip("\n"))
+
+    def done(self) -> bool:
+        return self.popen.poll() is not None
+
+    def stop(self) -> int | None:
+        if self.popen.poll() is None:
+            kill_group(self.popen, grace_s=3.0)
+        self.thread.join(timeout=2.0)
+        return self.popen.returncode
+
+
+def watch(
+    remote: Remote,
+    layouts: Sequence[NodeLayout],
+    display: Display,
+    *,
+    interval: float = 0.5,
+    duration_s: float | None = None,
+    intervals: int | None = None,
+    record: IO[str] | None = None,
+    run_argv: Sequence[str] | None = None,
+) -> WatchResult:
+    """Run until `duration_s` or `intervals` (per node) are reached, the command ends, or Ctrl-C."""
+    meter = Meter(layouts)
+    sampler = ClusterSampler(remote, layouts, interval)
+    result = WatchResult()
+    if not sampler.layouts:
+        raise WirespeedError("nothing to watch: no node has an interface with a link", hint="run `wirespeed discover`")
+    waiting = [layout.node for layout in sampler.layouts]
+    per_node: collections.Counter[str] = collections.Counter()
+    command: _Command | None = None
+    started = time.monotonic()
+    try:
+        sampler.start()
+        command = _Command(run_argv) if run_argv else None
+        for item in sampler.samples(timeout_s=interval):
+            if isinstance(item, Ended):
+                result.ended[item.node] = item.reason
+            elif item is not None:
+                result.samples += 1
+                if record is not None:
+                    record.write(json.dumps(sample_to_json(item), separators=(",", ":")) + "\n")
+                    record.flush()
+                view = meter.add(item)
+                if view is not None:
+                    result.views[item.node] = view
+                    result.intervals += 1
+                    per_node[item.node] += 1
+                if item.node in waiting and view is not None:
+                    waiting.remove(item.node)
+            display(result.views, waiting, list(command.tail) if command else [])
+            if command is not None and command.done():
+                break
+            if duration_s is not None and time.monotonic() - started >= duration_s:
+                break
+            if intervals is not None and per_node and all(per_node[n.node] >= intervals for n in sampler.layouts):
+                break
+            if intervals is not None and waiting and time.monotonic() - started > max(30.0, 10 * interval):
+                break  # a node that never answers must not hold `--once` forever
+    except KeyboardInterrupt:
+        result.interrupted = True
+    finally:
+        for node, reason in sampler.stop().items():
+            result.ended.setdefault(node, reason)
+        if command is not None:
+            result.run_returncode = command.stop()
+    return result
+
+
+def open_record(path: Path) -> IO[str]:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path.open("a", encoding="utf-8")
+    except OSError as exc:
+        raise WirespeedError(f"{path}: cannot write the record: {exc.strerror or exc}") from None

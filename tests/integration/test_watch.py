@@ -1,0 +1,110 @@
+"""`wirespeed watch` on the emulated cluster carrying iperf3 traffic: JSON figures, the dashboard in tmux, and
+nothing left running on any node afterwards."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from wirespeed.cli.app import main
+from wirespeed.cli.output import Environment
+from wirespeed.engine.remote import Remote
+
+from .helpers import iperf3_gbps, running_testbed
+
+pytestmark = pytest.mark.root
+HALF, TWIN = "enp1s0f1np1", "enP2p1s0f1np1"
+
+
+@pytest.fixture(scope="module")
+def bed() -> Iterator[Remote]:
+    with running_testbed("wwt-", nodes=2, topology="direct", half_rate_bps=10**9) as (_, remote):
+        yield remote
+
+
+def address(remote: Remote, node: str, iface: str) -> str:
+    result = remote.run(remote.cluster.node(node), ["ip", "-j", "-4", "addr", "show", "dev", iface])
+    return str(json.loads(result.stdout)[0]["addr_info"][0]["local"])
+
+
+def traffic(remote: Remote, seconds: int, port: int) -> tuple[threading.Thread, list[float]]:
+    """wwt-1 sends to wwt-2 over one half for `seconds`, in the background."""
+    measured: list[float] = []
+    target = address(remote, "wwt-2", HALF)
+    thread = threading.Thread(
+        target=lambda: measured.append(iperf3_gbps(remote, "wwt-1", "wwt-2", target, port, seconds=seconds))
+    )
+    thread.start()
+    time.sleep(1.5)  # past iperf3's start
+    return thread, measured
+
+
+def samplers_running() -> list[str]:
+    result = subprocess.run(["pgrep", "-af", "agent sample"], capture_output=True, text=True, check=False)
+    return [line for line in result.stdout.splitlines() if "pgrep" not in line]
+
+
+def test_watch_json_sees_the_shaped_half_at_its_rate(bed: Remote, tmp_path: Path) -> None:
+    thread, measured = traffic(bed, 8, 5301)
+    record = tmp_path / "samples.jsonl"
+    env = Environment(stdout=io.StringIO(), stderr=io.StringIO(), width=100)
+    code = main(
+        ["watch", "--cluster", bed.cluster.source, "--json", "--duration", "3", "--interval", "0.5",
+         "--record", str(record)],
+        env,
+    )  # fmt: skip
+    thread.join()
+    assert code == 0, env.stderr.getvalue()  # type: ignore[attr-defined]
+    data = json.loads(env.stdout.getvalue())  # type: ignore[attr-defined]
+    sender = {c["label"]: c for c in data["nodes"]["wwt-1"]["cables"]}
+    receiver = {c["label"]: c for c in data["nodes"]["wwt-2"]["cables"]}
+    [label] = [k for k, c in sender.items() if HALF in c["halves"]]
+    half = sender[label]["halves"][HALF]
+    assert half["source"] == "netdev"  # veths have no PHY counters: said, not hidden
+    assert 0.8 < half["tx_gbps"] < 1.05, half  # shaped at 1 Gb/s
+    assert sender[label]["halves"][TWIN]["tx_gbps"] < 0.01  # the idle twin stays idle
+    assert 0.8 < receiver[label]["halves"][HALF]["rx_gbps"] < 1.05
+    assert 0.8 < sender[label]["peak"]["tx_gbps"] < 1.05
+    assert any("RDMA traffic is not in them" in w for w in data["nodes"]["wwt-1"]["warnings"])
+    assert measured and 0.8 < measured[0] < 1.05
+    lines = record.read_text().splitlines()
+    assert len(lines) >= 10 and {json.loads(line)["node"] for line in lines} == {"wwt-1", "wwt-2"}
+    assert samplers_running() == []
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_the_dashboard_in_tmux_shows_cables_and_moves(bed: Remote) -> None:
+    session = f"wirespeed-watch-{int(time.time())}"
+    argv = [sys.executable, "-m", "wirespeed", "watch", "--cluster", bed.cluster.source, "--interval", "0.5"]
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "45", *argv], check=True)
+    try:
+        thread, _ = traffic(bed, 6, 5302)
+        screens = []
+        for _ in range(2):
+            time.sleep(1.5)
+            shown = subprocess.run(
+                ["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True, check=True
+            ).stdout
+            screens.append(shown)
+        thread.join()
+        screen = screens[-1]
+        for text in ("wwt-1", "wwt-2", "port 1", "TX", "RX", "Gb/s", "peak", HALF, TWIN, "CPU", "█"):
+            assert text in screen, (text, screen)
+        assert all(len(line) <= 80 for line in screen.splitlines())
+        assert screens[0] != screens[1]  # it redraws with new numbers
+        subprocess.run(["tmux", "send-keys", "-t", session, "C-c"], check=True)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and samplers_running():
+            time.sleep(0.2)
+        assert samplers_running() == []
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
