@@ -1,5 +1,5 @@
-"""`wirespeed watch` on the emulated cluster carrying iperf3 traffic: JSON figures, the dashboard in tmux, and
-nothing left running on any node afterwards."""
+"""The counter sampler on the emulated cluster: `wirespeed watch` with iperf3 traffic (JSON figures, the dashboard in
+tmux, nothing left running afterwards) and the nic.errors check measuring counters that grow."""
 
 from __future__ import annotations
 
@@ -17,7 +17,11 @@ import pytest
 
 from wirespeed.cli.app import main
 from wirespeed.cli.output import Environment
+from wirespeed.core.checks.model import CheckStatus
+from wirespeed.engine import checks
+from wirespeed.engine.discover import discover_live
 from wirespeed.engine.remote import Remote
+from wirespeed.testbed import build
 
 from .helpers import iperf3_gbps, running_testbed
 
@@ -108,3 +112,22 @@ def test_the_dashboard_in_tmux_shows_cables_and_moves(bed: Remote) -> None:
         assert samplers_running() == []
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
+
+
+def test_check_sees_error_counters_grow_while_frames_are_dropped(bed: Remote) -> None:
+    # The peer half at MTU 1500: every 8000-byte frame is dropped at the veth, counted as tx/rx_dropped.
+    build.fault("wwt-", "wwt-2", HALF, build.Fault(mtu=1500))
+    target = address(bed, "wwt-2", HALF)
+    pinger = bed.start(bed.cluster.node("wwt-1"), ["ping", "-i", "0.05", "-s", "8000", "-M", "do", target])
+    try:
+        found = discover_live(bed, probe=False)
+        outcome = checks.run_checks(found, ["nic.errors"], checks.measure_active(bed, found, ["nic.errors"]))
+    finally:
+        pinger.stop()
+        build.revert("wwt-", "wwt-2", HALF)
+    [errors] = outcome.results
+    assert errors.status is CheckStatus.FAIL, errors
+    seen = {(e.node, e.subject, e.what.split()[0]) for e in errors.evidence}
+    assert ("wwt-1", HALF, "netdev:tx_dropped") in seen and ("wwt-2", HALF, "netdev:rx_dropped") in seen
+    calm = checks.run_checks(found, ["nic.errors"], checks.measure_active(bed, found, ["nic.errors"]))
+    assert calm.results[0].status is CheckStatus.PASS  # once the drops stop, nothing grows

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import ipaddress
+import json
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -17,10 +18,13 @@ from wirespeed.core.checks.model import (
     CheckResult,
     CheckStatus,
 )
+from wirespeed.core.counters import iface_rate
 from wirespeed.core.errors import UsageError
 from wirespeed.core.facts import NodeFacts, Unknown
+from wirespeed.core.inventory import Node
+from wirespeed.core.meter import layout_from_facts, sample_from_json
 from wirespeed.engine.discover import Discovery
-from wirespeed.engine.remote import Remote
+from wirespeed.engine.remote import Remote, agent_argv
 
 CHECK_MODULES = ("wirespeed.core.checks.mesh", "wirespeed.core.checks.all")
 
@@ -140,8 +144,41 @@ def measure_ssh_mesh(remote: Remote, discovery: Discovery) -> dict[tuple[str, st
         return dict(pool.map(attempt, jobs))
 
 
+GROWTH_WINDOW_S = 2.0
+
+
+def measure_counter_growth(
+    remote: Remote, discovery: Discovery, seconds: float = GROWTH_WINDOW_S
+) -> dict[tuple[str, str], dict[str, int]]:
+    """Two readings of every cabled fabric interface, `seconds` apart, on all nodes at once: what grew."""
+    layouts = {node: layout_from_facts(facts) for node, facts in discovery.facts.items()}
+
+    def argv(node: Node) -> list[str]:
+        ifaces = ",".join(layouts[node.name].interfaces) or "lo"
+        return [*agent_argv(node), "agent", "sample", "--node", node.name, "--ifaces", ifaces]
+
+    results = remote.run_all(
+        lambda n: [*argv(n), "--count", "2", "--interval", str(seconds)],
+        nodes=[remote.cluster.node(n) for n in layouts if layouts[n].interfaces],
+        timeout_s=seconds + 30,
+    )
+    growth: dict[tuple[str, str], dict[str, int]] = {}
+    for outcome in results:
+        try:
+            first, second = (sample_from_json(json.loads(line)) for line in outcome.stdout.splitlines()[:2])
+        except (ValueError, KeyError, TypeError):
+            continue  # the node could not be sampled: the check says how many were
+        for iface, reading in second.ifaces.items():
+            if iface in first.ifaces:
+                rate = iface_rate(first.ifaces[iface], reading, second.t - first.t)
+                growth[(outcome.node, iface)] = dict(rate.errors)
+    return growth
+
+
 def measure_active(remote: Remote, discovery: Discovery, ids: list[str]) -> ActiveResults:
     return ActiveResults(
         mtu_pings=measure_mtu_paths(remote, discovery) if "mtu.path" in ids else None,
         ssh_mesh=measure_ssh_mesh(remote, discovery) if "ssh.mesh" in ids else None,
+        counter_growth=measure_counter_growth(remote, discovery) if "nic.errors" in ids else None,
+        growth_window_s=GROWTH_WINDOW_S,
     )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from builders import P1H0, P1H1, cluster, run, spark
+import dataclasses
 
-from wirespeed.core.checks.model import CheckStatus
+from builders import P1H0, P1H1, assert_actionable, cluster, run, spark, two_sparks
+
+from wirespeed.core.checks.model import ActiveResults, CheckStatus
 
 ALL_ON = {
     name: [True, False]
@@ -80,3 +82,21 @@ def test_firewall_sees_nft_and_iptables_drops() -> None:
     assert outcome.status is CheckStatus.WARN
     assert {(e.node, e.subject) for e in outcome.evidence} == {("s1", "nft"), ("s2", "iptables")}
     assert all("iptables -I INPUT -s 192.168.100.0/24 -j ACCEPT" in f.commands for f in outcome.fixes)
+
+
+def test_errors_growing_between_two_readings_fail_and_old_totals_do_not() -> None:
+    base = two_sparks()
+    growing = {("s1", P1H0): {"rx_discards_phy": 12, "rx_pause_ctrl_phy": 400}, ("s2", P1H0): {}}
+    grown = run(
+        "nic.errors", dataclasses.replace(base, active=ActiveResults(counter_growth=growing, growth_window_s=2))
+    )
+    assert grown.status is CheckStatus.FAIL
+    assert_actionable(grown)
+    assert [(e.node, e.subject, e.what, e.value) for e in grown.evidence] == [
+        ("s1", P1H0, "rx_discards_phy grew in 2 s", "+12")  # pause frames are congestion signals, not errors
+    ]
+    quiet = {("s1", P1H0): {"tx_pause_ctrl_phy": 3}, ("s2", P1H0): {}}
+    calm = run("nic.errors", dataclasses.replace(base, active=ActiveResults(counter_growth=quiet, growth_window_s=2)))
+    assert calm.status is CheckStatus.PASS and "2 interfaces in 2 s" in calm.summary
+    none = run("nic.errors", dataclasses.replace(base, active=ActiveResults(counter_growth={}, growth_window_s=2)))
+    assert none.status is CheckStatus.SKIP

@@ -6,6 +6,7 @@ import re
 
 from wirespeed.core.checks.common import cabled, is_ethernet, network
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
+from wirespeed.core.counters import CONGESTION
 from wirespeed.core.parsers.ethtool import ERROR_COUNTERS
 
 ID_OFFLOADS = "nic.offloads"
@@ -54,8 +55,44 @@ def nic_offloads(data: CheckInput) -> CheckResult:
     return result(ID_OFFLOADS, CheckStatus.WARN, f"offloads off on {where}", evidence, fixes)
 
 
+def _growth(data: CheckInput) -> CheckResult | None:
+    """With two readings (live runs): fail on error counters that grew, whatever their totals say."""
+    growth = data.active.counter_growth
+    if growth is None:
+        return None
+    if not growth:
+        return skip(ID_ERRORS, "no interface could be sampled twice")
+    seconds = data.active.growth_window_s
+    evidence = [
+        Evidence(node, iface, f"{name} grew in {seconds:g} s", f"+{count}")
+        for (node, iface), grew in sorted(growth.items())
+        for name, count in sorted(grew.items())
+        if name.split(":")[-1] not in CONGESTION
+    ]
+    if not evidence:
+        return result(
+            ID_ERRORS,
+            CheckStatus.PASS,
+            f"no error or discard counter grew on {len(growth)} interfaces in {seconds:g} s",
+        )
+    fix = Fix(
+        None,
+        "rx_oversize/out_of_range_len: a peer or switch with a larger MTU; discards, out_of_sequence: congestion "
+        "or drops in a lossy fabric (PFC/ECN); CRC/symbol errors: the cable or its seating; rx_out_of_buffer: the "
+        "host cannot keep up",
+        tuple(
+            sorted({f"wirespeed watch --hosts {e.node}   # error counters that grow are shown live" for e in evidence})
+        ),
+    )
+    where = ", ".join(sorted({f"{e.node} {e.subject}" for e in evidence}))
+    return result(ID_ERRORS, CheckStatus.FAIL, f"error counters growing on {where}", evidence, (fix,))
+
+
 @check(ID_ERRORS, "NIC error and discard counters")
 def nic_errors(data: CheckInput) -> CheckResult:
+    measured = _growth(data)
+    if measured is not None:
+        return measured
     evidence: list[Evidence] = []
     read = 0
     for node, facts in sorted(data.facts.items()):
