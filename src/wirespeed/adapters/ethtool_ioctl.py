@@ -108,21 +108,25 @@ class StatsReader:
         self._stats.frombytes(bytes((len(self.names) + HEADROOM) * 8))
         self._format = struct.Struct(f"<{len(self.names)}Q")
 
-    def read(self) -> dict[str, int]:
-        """name -> value now. A string set that changed size is read again first."""
+    def values(self) -> tuple[int, ...]:
+        """The values now, in the order of `names` (which is read again first when the count changed)."""
         if not self.names:
             self._load_names()
             if not self.names:
-                return {}
+                return ()
         for _ in range(3):
             buffer = self._stats
             _GSTATS_HEAD.pack_into(buffer, 0, ETHTOOL_GSTATS, len(self.names))
             self._ioctl(buffer)
-            _, returned = _GSTATS_HEAD.unpack_from(buffer)
-            if returned == len(self.names):
-                return dict(zip(self.names, self._format.unpack_from(buffer, _GSTATS_HEAD.size), strict=True))
+            if _GSTATS_HEAD.unpack_from(buffer)[1] == len(self.names):
+                return self._format.unpack_from(buffer, _GSTATS_HEAD.size)
             self._load_names()  # the driver's count changed: names first, then values again
         raise EthtoolError(errno.EAGAIN, f"{self.iface}: the statistics keep changing size")
+
+    def read(self) -> dict[str, int]:
+        """name -> value now."""
+        values = self.values()
+        return dict(zip(self.names, values, strict=True))
 
 
 def read_stats(iface: str) -> dict[str, int]:

@@ -11,32 +11,75 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from wirespeed.adapters.ethtool_ioctl import EthtoolError, StatsReader
-from wirespeed.core.counters import RDMA_WORDS, IfaceReading, is_error_counter, parse_proc_stat, select_counters
+from wirespeed.core.counters import (
+    RDMA_WORDS,
+    CpuTimes,
+    IfaceReading,
+    is_error_counter,
+    parse_proc_stat,
+    select_counters,
+)
 from wirespeed.core.meter import NodeSample
 
 NET = Path("/sys/class/net")
 RESCAN_S = 1.0
+CPU_INTERVAL_S = 0.1
 
 
-def parse_proc_net_dev(text: str) -> dict[str, dict[str, int]]:
-    """/proc/net/dev as {iface: {rx_bytes, rx_packets, rx_errors, rx_dropped, tx_bytes, ...}}."""
-    fields = ("bytes", "packets", "errors", "dropped", "fifo_errors", "frame_errors", "compressed", "multicast")
-    tx_fields = ("bytes", "packets", "errors", "dropped", "fifo_errors", "collisions", "carrier_errors", "compressed")
+PROC_NET_DEV_FIELDS = (
+    *(f"rx_{f}" for f in ("bytes", "packets", "errors", "dropped", "fifo_errors", "frame_errors", "compressed")),
+    "multicast",
+    *(f"tx_{f}" for f in ("bytes", "packets", "errors", "dropped", "fifo_errors", "collisions", "carrier_errors")),
+    "tx_compressed",
+)
+# What a sample keeps of them: the traffic and the error counters (compressed, multicast, collisions are noise).
+NETDEV_KEPT = tuple(
+    (i, name)
+    for i, name in enumerate(PROC_NET_DEV_FIELDS)
+    if name.endswith(("_bytes", "_packets")) or is_error_counter(name)
+)
+
+
+def parse_proc_net_dev(text: str, only: Collection[str] | None = None) -> dict[str, dict[str, int]]:
+    """/proc/net/dev as {iface: {rx_bytes, rx_packets, rx_errors, rx_dropped, tx_bytes, ...}} (kept fields)."""
     found: dict[str, dict[str, int]] = {}
     for line in text.splitlines()[2:]:
         name, sep, rest = line.partition(":")
-        values = rest.split()
-        if not sep or len(values) < 16:
+        name = name.strip()
+        if not sep or (only is not None and name not in only):
             continue
-        counters = {f"rx_{f}": int(v) for f, v in zip(fields, values[:8], strict=True)}
-        counters.update({f"tx_{f}": int(v) for f, v in zip(tx_fields, values[8:16], strict=True)})
-        found[name.strip()] = counters
+        values = rest.split()
+        if len(values) < len(PROC_NET_DEV_FIELDS):
+            continue
+        found[name] = {key: int(values[i]) for i, key in NETDEV_KEPT}
     return found
+
+
+class ProcFile:
+    """A /proc file kept open and read again from the start each time (no open/close per sample)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def read(self) -> str:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        chunks, offset = [], 0
+        while chunk := os.pread(self._fd, 65536, offset):
+            chunks.append(chunk)
+            offset += len(chunk)
+        return b"".join(chunks).decode("ascii", "replace")
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def _pci_of(name: str) -> str | None:
@@ -61,9 +104,10 @@ class _Iface:
     speed_mbps: int | None
     reader: StatsReader | None = None
     names: tuple[str, ...] = ()
-    selected: list[str] = field(default_factory=list)
+    selected: list[tuple[int, str]] = field(default_factory=list)  # (index in the string set, name)
     rdma_ports: list[Path] = field(default_factory=list)
     rdma_errors: dict[str, int] = field(default_factory=dict)
+    checked: float = 0.0  # when the driver statistics were last read
 
 
 class NodeSampler:
@@ -74,6 +118,9 @@ class NodeSampler:
         self._ifaces = [self._open(label, label) for label in ifaces]
         self._last_scan = 0.0
         self._last_rdma_errors = 0.0
+        self._last_cpu = 0.0
+        self._net_dev = ProcFile("/proc/net/dev")
+        self._stat = ProcFile("/proc/stat")
 
     def _open(self, label: str, name: str) -> _Iface:
         speed = _read_int(NET / name / "speed")
@@ -86,6 +133,8 @@ class NodeSampler:
         return iface
 
     def close(self) -> None:
+        self._net_dev.close()
+        self._stat.close()
         for iface in self._ifaces:
             if iface.reader is not None:
                 iface.reader.close()
@@ -94,16 +143,20 @@ class NodeSampler:
         """Selected driver statistics; None when the interface is gone."""
         if iface.reader is None:
             return {} if (NET / iface.name).exists() else None
+        if iface.names and not iface.selected and time.monotonic() - iface.checked < RESCAN_S:
+            return {}  # nothing worth reading in this driver's set (veth): look again once a second
+        iface.checked = time.monotonic()
         try:
-            values = iface.reader.read()
+            values = iface.reader.values()
         except EthtoolError:
             iface.reader.close()
             iface.reader = None
             return None
         if iface.reader.names is not iface.names:  # the string set changed (PFC on, channels): choose again
             iface.names = iface.reader.names
-            iface.selected = select_counters(iface.names)
-        return {name: values[name] for name in iface.selected if name in values}
+            wanted = set(select_counters(iface.names))
+            iface.selected = [(i, name) for i, name in enumerate(iface.names) if name in wanted]
+        return {name: values[i] for i, name in iface.selected}
 
     def _rdma(self, iface: _Iface, with_errors: bool) -> dict[str, int]:
         found: dict[str, int] = {}
@@ -149,39 +202,42 @@ class NodeSampler:
         with_errors = now - self._last_rdma_errors >= 1.0
         if with_errors:
             self._last_rdma_errors = now
-        try:
-            netdev = parse_proc_net_dev(Path("/proc/net/dev").read_text())
-        except OSError:
-            netdev = {}
         readings: dict[str, IfaceReading] = {}
         missing: list[str] = []
+        all_stats: list[tuple[_Iface, dict[str, int] | None]] = []
         for iface in self._ifaces:
             if iface.reader is None and (NET / iface.name).exists():
                 try:
                     iface.reader = StatsReader(iface.name)
                 except EthtoolError:
                     iface.reader = None
-            stats = self._stats(iface)
-            if stats is None or iface.name not in netdev:
+            all_stats.append((iface, self._stats(iface)))
+        # The kernel's counters only where the driver has no PHY counters (veth, virtio, most non-mlx5 NICs).
+        need = {i.name for i, stats in all_stats if stats is not None and "tx_bytes_phy" not in stats}
+        try:
+            netdev = parse_proc_net_dev(self._net_dev.read(), need) if need else {}
+        except OSError:
+            netdev = {}
+        for iface, stats in all_stats:
+            if stats is None or (iface.name in need and iface.name not in netdev):
                 missing.append(iface.label)
                 continue
-            phy = "tx_bytes_phy" in stats
             readings[iface.label] = IfaceReading(
                 stats=stats,
-                netdev={}
-                if phy
-                else {k: v for k, v in netdev[iface.name].items() if k.endswith(("bytes", "packets"))}
-                | {k: v for k, v in netdev[iface.name].items() if is_error_counter(k)},
+                netdev=netdev.get(iface.name, {}),
                 rdma=self._rdma(iface, with_errors) if iface.rdma_ports else {},
                 pci=iface.pci,
                 speed_mbps=iface.speed_mbps,
             )
         if missing:
             self._find_renamed()
-        try:
-            cpu = parse_proc_stat(Path("/proc/stat").read_text())
-        except OSError:
-            cpu = []
+        cpu: list[CpuTimes] = []
+        if now - self._last_cpu >= CPU_INTERVAL_S:  # /proc/stat is costly to generate: ten times a second is plenty
+            self._last_cpu = now
+            try:
+                cpu = parse_proc_stat(self._stat.read())
+            except OSError:
+                cpu = []
         return NodeSample(
             node=self.node,
             t=now,

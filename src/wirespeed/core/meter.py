@@ -168,6 +168,7 @@ class Meter:
         self.layouts = {layout.node: layout for layout in layouts}
         self._last: dict[str, NodeSample] = {}
         self._shared: dict[tuple[str, str], bool] = {}
+        self._cpu: dict[str, tuple[list[CpuTimes], tuple[float | None, ...]]] = {}  # last reading, last busy
         self.peaks: dict[str, dict[str, Peak]] = {layout.node: {} for layout in layouts}
 
     def _is_shared(self, node: str, cable: Cable, sample: NodeSample) -> bool:
@@ -179,11 +180,23 @@ class Meter:
                 self._shared[key] = verdict
         return self._shared.get(key, False)
 
+    def _cpu_busy(self, sample: NodeSample) -> tuple[float | None, ...]:
+        """Busy % per core since the last CPU reading; samples without one (the sampler reads CPU at most ten
+        times a second) keep the last figures."""
+        last = self._cpu.get(sample.node)
+        if not sample.cpu:
+            return last[1] if last else ()
+        busy = tuple(cpu_busy(last[0], sample.cpu)) if last else ()
+        self._cpu[sample.node] = (sample.cpu, busy)
+        return busy
+
     def add(self, sample: NodeSample) -> NodeView | None:
         layout = self.layouts.get(sample.node)
         previous = self._last.get(sample.node)
         self._last[sample.node] = sample
         if layout is None or previous is None or sample.t <= previous.t:
+            if layout is not None and sample.cpu:
+                self._cpu_busy(sample)
             return None
         seconds = sample.t - previous.t
         cables: list[CableRate] = []
@@ -211,7 +224,7 @@ class Meter:
             seconds,
             tuple(cables),
             dict(self.peaks[sample.node]),
-            tuple(cpu_busy(previous.cpu, sample.cpu)),
+            self._cpu_busy(sample),
             tuple(warnings),
             sample.missing,
         )
