@@ -452,6 +452,9 @@ def watch_cmd(
                 remote, layouts, show, interval=interval, duration_s=duration_s,
                 intervals=1 if once else None, record=sink, run_argv=command or None,
             )  # fmt: skip
+            show(result.views, [], result.run_tail)  # the final frame, with the command's last output
+        if not json_mode:
+            out.console.print()
     for node, reason in sorted(result.ended.items()):
         out.message(f"wirespeed: {node}: {reason}")
     if json_mode:
@@ -463,12 +466,15 @@ def watch_cmd(
                 "nodes": {node: view.to_json() for node, view in sorted(result.views.items())},
                 "ended": result.ended,
                 "run_returncode": result.run_returncode,
+                "run_tail": result.run_tail,
                 "record": str(record) if record else None,
             }
         )
     else:
         for line in peak_lines(result.views):
             out.console.print(line, markup=False, highlight=False)
+    if result.run_returncode:
+        out.message(f"wirespeed: {command[0]} exited with status {result.run_returncode}")
     failed = (bool(result.ended) and not result.interrupted) or (result.run_returncode or 0) != 0
     raise SystemExit(1 if failed else 0)
 

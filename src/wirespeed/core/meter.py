@@ -42,7 +42,8 @@ class NodeLayout:
 
 
 def layout_from_facts(facts: NodeFacts) -> NodeLayout:
-    """Cabled ports with their halves; a node with no cabled port shows every fabric interface that is up."""
+    """Cabled ports with their halves (nothing when no fabric port is cabled); a node without any fabric
+    interface shows every interface that is up, so that `watch --hosts localhost` shows something."""
 
     def line_rate(halves: Sequence[str]) -> float | None:
         speeds = [n.speed_mbps for h in halves if (n := facts.netdev(h)) and isinstance(n.speed_mbps, int)]
@@ -54,9 +55,10 @@ def layout_from_facts(facts: NodeFacts) -> NodeLayout:
 
     cables = [Cable(p.label, p.halves, line_rate(p.halves)) for p in facts.ports if any(cabled(h) for h in p.halves)]
     if not cables:
-        names = [n for n in facts.fabric if cabled(n)] or [
+        # Fabric interfaces not grouped into ports; a node with no fabric at all shows what is up.
+        names = [n for n in facts.fabric if cabled(n)] if facts.fabric else [
             n.name for n in facts.netdevs if n.name != "lo" and n.carrier is True
-        ]
+        ]  # fmt: skip
         cables = [Cable(name, (name,), line_rate([name])) for name in names]
     return NodeLayout(facts.node, tuple(cables))
 

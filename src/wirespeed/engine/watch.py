@@ -29,6 +29,7 @@ class WatchResult:
     samples: int = 0
     ended: dict[str, str] = field(default_factory=dict)  # node -> why its sampler stopped early
     run_returncode: int | None = None
+    run_tail: list[str] = field(default_factory=list)  # the command's last lines of output
     interrupted: bool = False
 
 
@@ -125,6 +126,7 @@ def watch(
             result.ended.setdefault(node, reason)
         if command is not None:
             result.run_returncode = command.stop()
+            result.run_tail = list(command.tail)
     return result
 
 
