@@ -64,6 +64,8 @@ ERROR_NAMES = frozenset(
         "rx_missed_errors",
         "rx_over_errors",
         "rx_fifo_errors",
+        "rx_frame_errors",
+        "tx_fifo_errors",
         "tx_carrier_errors",
         # RDMA hw_counters
         "out_of_sequence",
@@ -87,10 +89,27 @@ ERROR_NAMES = frozenset(
     }
 )
 ERROR_PATTERN = re.compile(r"^(rx_prio\d_(discards|buf_discard|cong_discard|pause)|tx_prio\d_pause)$")
-# Congestion signals, not faults: shown, but not called errors.
+# Congestion signals, not faults: they grow by design with PFC and ECN on (shown, not called errors).
 CONGESTION = frozenset(
-    {"rx_pause_ctrl_phy", "tx_pause_ctrl_phy", "rx_global_pause", "tx_global_pause", "np_cnp_sent", "rp_cnp_handled"}
+    {
+        "rx_pause_ctrl_phy",
+        "tx_pause_ctrl_phy",
+        "rx_global_pause",
+        "tx_global_pause",
+        "np_cnp_sent",
+        "rp_cnp_handled",
+        "np_ecn_marked_roce_packets",
+    }
 )
+CONGESTION_PATTERN = re.compile(r"^[rt]x_prio\d_pause$")
+
+
+def is_congestion(name: str) -> bool:
+    """Pause frames, CNPs and ECN marks (names may carry a "netdev:" or "rdma:" prefix)."""
+    bare = name.rsplit(":", 1)[-1]
+    return bare in CONGESTION or bool(CONGESTION_PATTERN.match(bare))
+
+
 RDMA_WORDS = ("port_xmit_data", "port_rcv_data")  # 4-byte words (K-ABI)
 RDMA_PACKETS = ("port_xmit_packets", "port_rcv_packets")
 WIDTH = 64
@@ -146,10 +165,11 @@ class IfaceReading:
             return None
         return sum(self.stats.get(n, 0) for n in VPORT_TX), sum(self.stats.get(n, 0) for n in VPORT_RX)
 
-    def rdma_bytes(self) -> tuple[int, int] | None:
+    def rdma_words(self) -> tuple[int, int] | None:
+        """(xmit, rcv) RDMA port data in 4-byte words, as the counters hold them (wrap is in words)."""
         if not all(name in self.rdma for name in RDMA_WORDS):
             return None
-        return self.rdma["port_xmit_data"] * 4, self.rdma["port_rcv_data"] * 4
+        return self.rdma["port_xmit_data"], self.rdma["port_rcv_data"]
 
     def errors(self) -> dict[str, int]:
         found = {n: v for n, v in self.stats.items() if is_error_counter(n)}
@@ -203,7 +223,7 @@ def iface_rate(previous: IfaceReading, current: IfaceReading, seconds: float) ->
             else None
         )
     ftx, frx = _pair(previous.function_bytes(), current.function_bytes(), seconds)
-    rtx, rrx = _pair(previous.rdma_bytes(), current.rdma_bytes(), seconds)
+    rtx, rrx = _pair(previous.rdma_words(), current.rdma_words(), seconds / 4)  # words: 4 bytes each
     before = previous.errors()
     grew = {n: d for n, v in current.errors().items() if n in before and (d := delta(before[n], v)) and d > 0}
     return IfaceRate(source, tx, rx, ftx, frx, rtx, rrx, grew)
@@ -214,9 +234,9 @@ SHARED_FLOOR = 1 << 20  # below 1 MiB in both directions the counters say nothin
 
 
 def phy_shared(a: IfaceReading, b: IfaceReading) -> bool | None:
-    """Do two halves of one port report the same PHY counters (one shared wire)? None: cannot tell yet."""
+    """Do two halves of one port report the same PHY counters (one shared wire)? None: cannot tell (yet)."""
     if wire_source(a.stats) != "phy" or wire_source(b.stats) != "phy":
-        return False
+        return None  # a half without PHY counters (now, or for good) decides nothing
     pairs = [(a.stats[n], b.stats[n]) for n in ("tx_bytes_phy", "rx_bytes_phy")]
     if all(max(x, y) < SHARED_FLOOR for x, y in pairs):
         return None

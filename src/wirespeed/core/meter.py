@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wirespeed.core.counters import (
-    CONGESTION,
     CableRate,
     CpuTimes,
     IfaceRate,
@@ -19,6 +18,7 @@ from wirespeed.core.counters import (
     cable_rate,
     cpu_busy,
     iface_rate,
+    is_congestion,
     phy_shared,
 )
 from wirespeed.core.facts import NodeFacts
@@ -117,7 +117,7 @@ class NodeView:
         found: dict[str, dict[str, int]] = {}
         for cable in self.cables:
             for name, half in cable.halves.items():
-                grew = {k: v for k, v in half.errors.items() if k.split(":")[-1] not in CONGESTION}
+                grew = {k: v for k, v in half.errors.items() if not is_congestion(k)}
                 if grew:
                     found[name] = grew
         return found

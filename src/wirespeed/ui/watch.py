@@ -45,8 +45,8 @@ def _cable(cable: CableRate, peak: Peak, width: int) -> list[Text]:
         _direction(cable.label, "TX", cable.tx_gbps, peak.tx_gbps, scale, bar_width),
         _direction("", "RX", cable.rx_gbps, peak.rx_gbps, scale, bar_width),
     ]
-    of = f" of {scale:g} per direction" if scale else ""
-    shared = "  (shared PHY: counted once)" if cable.shared_phy else ""
+    of = f" of {scale:g}" if scale else ""
+    shared = "  shared PHY" if cable.shared_phy else ""
     lines.append(
         Text(f" {'':<10} full duplex {gb(cable.duplex_gbps)} Gb/s  peak {gb(peak.duplex_gbps)}{of}{shared}", "cyan")
     )

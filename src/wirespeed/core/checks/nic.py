@@ -6,7 +6,7 @@ import re
 
 from wirespeed.core.checks.common import cabled, is_ethernet, network
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
-from wirespeed.core.counters import CONGESTION
+from wirespeed.core.counters import is_congestion
 from wirespeed.core.parsers.ethtool import ERROR_COUNTERS
 
 ID_OFFLOADS = "nic.offloads"
@@ -67,7 +67,7 @@ def _growth(data: CheckInput) -> CheckResult | None:
         Evidence(node, iface, f"{name} grew in {seconds:g} s", f"+{count}")
         for (node, iface), grew in sorted(growth.items())
         for name, count in sorted(grew.items())
-        if name.split(":")[-1] not in CONGESTION
+        if not is_congestion(name)
     ]
     if not evidence:
         return result(
