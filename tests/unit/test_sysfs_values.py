@@ -144,3 +144,20 @@ def test_ethtool_info() -> None:
         and info["firmware-version"].startswith("28.45.4028")
         and info["bus-info"] == "0000:01:00.0"
     )
+
+
+def test_a_tbf_root_qdisc_is_the_interfaces_real_line_rate() -> None:
+    from wirespeed.core.parsers.sysfs_values import tc_shaped_bps
+
+    # `tc -n NS -j qdisc show dev qa` after `tc qdisc replace dev qa root tbf rate 1000000000bit ...` (iproute2 6.1)
+    text = (
+        '[{"kind":"tbf","handle":"88d7:","root":true,"refcnt":3,'
+        '"options":{"rate":125000000,"burst":262125,"lat":50000}}]'
+    )
+    assert tc_shaped_bps(text) == 10**9
+    assert tc_shaped_bps('[{"kind":"noqueue","handle":"0:","root":true,"refcnt":2,"options":{}}]') is None
+    assert tc_shaped_bps("") is None
+    import pytest
+
+    with pytest.raises(ValueError, match="not JSON"):
+        tc_shaped_bps("qdisc tbf 8001: root")

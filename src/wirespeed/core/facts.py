@@ -144,6 +144,8 @@ class NodeFacts:
     nic_counters: dict[str, dict[str, int]] = field(default_factory=dict)
     # Firewall listings by tool ("nft", "iptables", "ufw"): raw text; a tool that is not installed is absent.
     firewall: dict[str, str] = field(default_factory=dict)
+    # Per fabric interface: a rate-limiting root qdisc (tc tbf), bits/s: the line the interface really has.
+    shaped_bps: dict[str, int] = field(default_factory=dict)
     # Files `wirespeed fix` manages, by path, as they are now (absent: not there), and whether netplan is in use.
     config_files: dict[str, str] = field(default_factory=dict)
     netplan: bool | Unknown = field(default_factory=lambda: Unknown("not read"))
@@ -152,6 +154,14 @@ class NodeFacts:
 
     def netdev(self, name: str) -> Netdev | None:
         return next((n for n in self.netdevs if n.name == name), None)
+
+    def line_rate_gbps(self, name: str) -> float | None:
+        """What the interface can carry per direction: its link speed, or a shaping qdisc's rate if lower."""
+        netdev = self.netdev(name)
+        rates = [netdev.speed_mbps / 1000] if netdev and isinstance(netdev.speed_mbps, int) else []
+        if name in self.shaped_bps:
+            rates.append(self.shaped_bps[name] / 1e9)
+        return min(rates) if rates else None
 
     def to_json(self) -> dict[str, Any]:
         return to_jsonable(self)  # type: ignore[no-any-return]

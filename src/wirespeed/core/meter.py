@@ -46,8 +46,8 @@ def layout_from_facts(facts: NodeFacts) -> NodeLayout:
     interface shows every interface that is up, so that `watch --hosts localhost` shows something."""
 
     def line_rate(halves: Sequence[str]) -> float | None:
-        speeds = [n.speed_mbps for h in halves if (n := facts.netdev(h)) and isinstance(n.speed_mbps, int)]
-        return max(speeds) / 1000 if speeds else None
+        speeds = [rate for h in halves if (rate := facts.line_rate_gbps(h)) is not None]
+        return max(speeds) if speeds else None
 
     def cabled(name: str) -> bool:
         netdev = facts.netdev(name)

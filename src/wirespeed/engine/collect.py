@@ -471,6 +471,14 @@ def _for_checks(source: NodeSource, fabric: list[str]) -> dict[str, object]:
         if stats.ok:
             with contextlib.suppress(ValueError):
                 counters[iface] = ethtool.parse_stats(stats.stdout)
+    shaped: dict[str, int] = {}
+    for iface in fabric:
+        qdisc = source.output(f"tc_qdisc_{iface}", lambda i=iface: run_command(["tc", "-j", "qdisc", "show", "dev", i]))  # type: ignore[misc]
+        if qdisc.ok:
+            with contextlib.suppress(ValueError):
+                rate = sv.tc_shaped_bps(qdisc.stdout)
+                if rate is not None:
+                    shaped[iface] = rate
     firewall: dict[str, str] = {}
     for tool, argv in FIREWALL_COMMANDS.items():
         listing = source.output(f"firewall_{tool}", lambda a=argv: run_command(a))  # type: ignore[misc]
@@ -480,6 +488,7 @@ def _for_checks(source: NodeSource, fabric: list[str]) -> dict[str, object]:
         "offloads": offloads,
         "nic_counters": counters,
         "firewall": firewall,
+        "shaped_bps": shaped,
         "sysctls": _sysctls(source, fabric),
         "memlock_bytes": memlock_bytes,
         "kernel_messages": messages,

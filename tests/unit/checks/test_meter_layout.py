@@ -75,3 +75,17 @@ def test_meter_takes_the_layouts() -> None:
     assert set(meter.layouts) == {"s1", "s2"}
     assert meter.peaks == {"s1": {}, "s2": {}}
     assert [c.label for c in meter.layouts["s2"].cables] == ["port 0", "port 1"]
+
+
+def test_a_shaping_qdisc_below_the_link_speed_is_the_line_rate() -> None:
+    import dataclasses
+
+    from builders import P1H0, P1H1, spark
+
+    from wirespeed.core.meter import layout_from_facts
+
+    shaped = dataclasses.replace(spark("s1", 10), shaped_bps={P1H0: 10**9, P1H1: 10**9})
+    assert shaped.line_rate_gbps(P1H0) == 1.0
+    assert layout_from_facts(shaped).cables[0].line_rate_gbps == 1.0
+    faster = dataclasses.replace(spark("s1", 10), shaped_bps={P1H0: 10**12})
+    assert faster.line_rate_gbps(P1H0) == 200.0  # a qdisc above the link speed changes nothing

@@ -175,3 +175,17 @@ def ethtool_info(text: str) -> dict[str, str]:
         if sep:
             info[key.strip()] = value.strip()
     return info
+
+
+def tc_shaped_bps(text: str) -> int | None:
+    """The rate of a root tbf qdisc from `tc -j qdisc show dev IF` (tc gives bytes/s), as bits/s; None if none."""
+    try:
+        entries = json.loads(text or "[]")
+    except ValueError as exc:
+        raise ValueError(f"tc -j qdisc: not JSON ({exc})") from None
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and entry.get("kind") == "tbf" and entry.get("root"):
+            rate = entry.get("options", {}).get("rate")
+            if isinstance(rate, int) and rate > 0:
+                return rate * 8
+    return None
