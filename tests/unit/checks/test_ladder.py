@@ -1,0 +1,88 @@
+"""The ladder's flows from discovery, and the ceiling each rung is given, with its evidence."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from builders import P0H0, P0H1, P1H0, P1H1, cluster, plan_address, spark
+
+from wirespeed.core.ladder import (
+    Flow,
+    FlowResult,
+    RungResult,
+    WireFigures,
+    diagnose,
+    first_pair,
+    flows_between,
+    takeaway,
+)
+
+
+def two(cables: int = 2, **changes: object):  # type: ignore[no-untyped-def]
+    return cluster(spark("s1", 10, cables=cables, **changes), spark("s2", 11, cables=cables, **changes))
+
+
+def flow(iface: str, line: float | None = 1.0) -> Flow:
+    return Flow(("s1", iface), ("s2", iface), "a", "b", line)
+
+
+def ran(*rates: tuple[str, float], wire: WireFigures | None = None) -> RungResult:
+    flows = tuple(FlowResult(flow(iface), "forward", rate) for iface, rate in rates)
+    return RungResult("tcp-halves", "ran", flows=flows, wire=wire or WireFigures())
+
+
+def test_flows_follow_the_links_one_per_half_with_addresses_and_line_rates() -> None:
+    data = two()
+    assert first_pair(data.cabling) == ("s1", "s2")
+    flows = flows_between(data.facts, data.cabling, "s1", "s2")
+    assert [f.source for f in flows] == [("s1", i) for i in (P0H0, P0H1, P1H0, P1H1)]
+    assert flows[2].target == ("s2", P1H0) and flows[2].target_address == plan_address(P1H0, 11).split("/")[0]
+    assert {f.line_rate_gbps for f in flows} == {200.0}
+    shaped = cluster(*(dataclasses.replace(f, shaped_bps={P1H0: 10**9}) for f in data.facts.values()))
+    assert flows_between(shaped.facts, shaped.cabling, "s1", "s2")[2].line_rate_gbps == 1.0
+
+
+def test_every_half_at_its_line_rate_is_the_wire_and_idle_halves_make_it_half_port() -> None:
+    full = diagnose(ran((P0H0, 0.97), (P0H1, 0.96), (P1H0, 0.98), (P1H1, 0.97)), halves_available=4)
+    assert full.name == "wire" and "3.88 Gb/s of 4 Gb/s" in full.evidence[0]
+    one = diagnose(ran((P1H0, 0.99)), single_flow=True, halves_available=4)
+    assert one.name == "half-port" and "1 of 4 cabled halves" in one.evidence[0]
+
+
+def test_a_saturated_core_below_the_wire_is_the_cpu() -> None:
+    busy = WireFigures(busiest_core={"s1": (3, 99.0), "s2": (1, 40.0)})
+    ceiling = diagnose(ran((P1H0, 0.6), (P1H1, 0.58), wire=busy), halves_available=2)
+    assert ceiling.name == "cpu" and "s1 core 3 at 99%" in ceiling.evidence[0]
+
+
+def test_a_half_far_below_its_twin_is_degraded_and_named() -> None:
+    ceiling = diagnose(ran((P1H0, 0.97), (P1H1, 0.3)), halves_available=2)
+    assert ceiling.name == "degraded" and f"s1 {P1H1} (0.30 Gb/s)" in ceiling.evidence[0]
+
+
+def test_growing_error_counters_are_loss() -> None:
+    wire = WireFigures(errors={("s2", P1H0): {"rx_discards_phy": 40}})
+    ceiling = diagnose(ran((P1H0, 0.97), wire=wire), halves_available=2)
+    assert ceiling.name == "loss" and "rx_discards_phy +40" in ceiling.evidence[0]
+
+
+def test_one_stream_below_the_line_with_idle_cores_is_single_flow() -> None:
+    ceiling = diagnose(ran((P1H0, 0.5)), single_flow=True, halves_available=2)
+    assert ceiling.name == "single-flow"
+    assert diagnose(RungResult("tcp-single", "ran")).name == "unknown"
+
+
+def test_the_takeaway_table_has_a_line_per_rung() -> None:
+    result = dataclasses.replace(ran((P1H0, 0.99)), ceiling=diagnose(ran((P1H0, 0.99)), halves_available=1))
+    skipped = RungResult("rdma-bw", "skipped", "no RDMA devices on the nodes")
+    rows = takeaway([result, skipped])
+    assert rows[0]["result"] == "0.99 Gb/s" and rows[0]["ceiling"] == "wire"
+    assert rows[1] == {
+        "rung": "rdma-bw",
+        "result": "-",
+        "full duplex": "-",
+        "busiest core": "-",
+        "ceiling": "skipped",
+        "why": "no RDMA devices on the nodes",
+    }
+    assert result.to_json()["forward_gbps"] == 0.99
