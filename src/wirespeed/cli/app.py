@@ -19,6 +19,8 @@ from wirespeed.engine.clusters import resolve_cluster
 from wirespeed.engine.remote import Remote, check_agents
 from wirespeed.ui import render
 
+TCP_RUNG_NAMES = ("tcp-single", "tcp-multi", "tcp-halves")
+
 if TYPE_CHECKING:
     from wirespeed.core.fixplan import Operation
 
@@ -383,6 +385,71 @@ def fix_cmd(
     elif not revert:
         out.message(f"wirespeed: the replaced values are in {record_path}; `wirespeed fix --revert` restores them")
     raise SystemExit(1 if failed else 0)
+
+
+# --------------------------------------------------------------------------------------------------------- bench
+@cli.command("bench")
+@cluster_options
+@click.argument("what", type=click.Choice(["tcp", "ladder", *TCP_RUNG_NAMES]), default="ladder")
+@click.option("--seconds", type=click.IntRange(2, 3600), default=5, show_default=True, help="Seconds per rung.")
+@click.option("--streams", type=click.IntRange(2, 128), default=16, show_default=True, help="Streams of tcp-multi.")
+@click.option("--bidir", is_flag=True, help="Both directions at once (iperf3 --bidir): full duplex.")
+@click.option(
+    "--runs", "runs_dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
+    help="Where run directories are written.",
+)  # fmt: skip
+@json_option
+@pass_ctx
+def bench_cmd(
+    ctx: Ctx,
+    cluster_file: Path | None,
+    hosts: str | None,
+    user: str | None,
+    what: str,
+    seconds: int,
+    streams: int,
+    bidir: bool,
+    runs_dir: Path,
+    json_mode: bool,
+) -> None:
+    """Climb the bandwidth ladder: TCP rungs (one stream, many streams, every half at once) measured at the wire
+    while they run, each with the ceiling it hit and the evidence. Results go to RUNS/<timestamp>/ as they come."""
+    from wirespeed.core.ladder import RungResult, takeaway
+    from wirespeed.engine import bench, discover
+
+    out = ctx.output(json_mode)
+    remote = resolve_remote(out, cluster_file, hosts, user)
+    rungs = list(bench.TCP_RUNGS) if what in ("tcp", "ladder") else [what]
+    options = bench.BenchOptions(seconds=seconds, streams=streams, bidir=bidir)
+    found = discover.discover_live(remote)
+    for reason in found.errors.values():
+        out.message(f"wirespeed: {reason}")
+    try:
+        run_dir = bench.RunDirectory(runs_dir)
+    except OSError as exc:
+        raise WirespeedError(f"{runs_dir}: cannot write the run directory: {exc.strerror or exc}") from None
+    run_dir.write_json("discovery.json", found.to_json())
+    results: list[RungResult] = []
+    with remote.owned():
+        try:
+            for rung in rungs:
+                out.message(f"wirespeed: {rung} ...")
+                result = bench.run_tcp(remote, found, rung, options, run_dir)
+                run_dir.write_json(f"{rung}.json", result.to_json())
+                results.append(result)
+            if what == "ladder":
+                for rung, reason in bench.not_yet_runnable(found):
+                    results.append(RungResult(rung, "skipped", reason))
+        except KeyboardInterrupt:
+            out.message(f"wirespeed: interrupted; what was measured is in {run_dir.path}")
+    table = takeaway(results)
+    run_dir.write_json("takeaway.json", table)
+    if json_mode:
+        out.data({"run": str(run_dir.path), "rungs": [r.to_json() for r in results], "takeaway": table})
+    else:
+        out.console.print(render.takeaway_table(table))
+        out.message(f"wirespeed: results in {run_dir.path}")
+    raise SystemExit(1 if any(r.status == "failed" for r in results) else 0)
 
 
 # --------------------------------------------------------------------------------------------------------- watch

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -87,4 +88,14 @@ def _iface_table(title: str, rows: list[dict[str, Any]], *, with_peer: bool) -> 
         if with_peer:
             cells.append(row.get("peer") or ("management" if row.get("role") == "management" else "-"))
         table.add_row(*cells)
+    return table
+
+
+def takeaway_table(rows: list[dict[str, str]]) -> Table:
+    """The ladder's summary: one line per rung, the ceiling and its first piece of evidence."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for column in ("rung", "result", "full duplex", "busiest core", "ceiling", "why"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*(Text(row[c]) for c in ("rung", "result", "full duplex", "busiest core", "ceiling", "why")))
     return table
