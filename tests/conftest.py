@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 
 import pytest
 
@@ -21,10 +22,26 @@ def root_skip_reason() -> str | None:
     return None
 
 
+def gpu_skip_reason() -> str | None:
+    """The NCCL rung's tests need two GPUs, mpirun and nccl-tests built with MPI (the GPU machine has them)."""
+    if shutil.which("nvidia-smi") is None:
+        return "needs 2 NVIDIA GPUs: nvidia-smi not found (run on the GPU machine, see docs/PERFORMANCE.md)"
+    listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False).stdout
+    if sum(line.startswith("GPU ") for line in listed.splitlines()) < 2:
+        return "needs 2 NVIDIA GPUs: nvidia-smi -L lists fewer"
+    if shutil.which("mpirun") is None:
+        return "needs mpirun (OpenMPI)"
+    tests_dir = os.environ.get("NCCL_TESTS_DIR", "")
+    if shutil.which("sendrecv_perf") is None and not os.access(os.path.join(tests_dir, "sendrecv_perf"), os.X_OK):
+        return "needs nccl-tests built with MPI=1 on PATH or in NCCL_TESTS_DIR"
+    return None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    reason = root_skip_reason()
-    if reason is None:
-        return
+    reasons = {"root": root_skip_reason()}
+    if any("gpu" in item.keywords for item in items):
+        reasons["gpu"] = gpu_skip_reason()
     for item in items:
-        if "root" in item.keywords:
-            item.add_marker(pytest.mark.skip(reason=reason))
+        for marker, reason in reasons.items():
+            if reason is not None and marker in item.keywords:
+                item.add_marker(pytest.mark.skip(reason=reason))

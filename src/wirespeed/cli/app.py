@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
 from contextlib import redirect_stdout
@@ -390,10 +391,22 @@ def fix_cmd(
 # --------------------------------------------------------------------------------------------------------- bench
 @cli.command("bench")
 @cluster_options
-@click.argument("what", type=click.Choice(["tcp", "ladder", *TCP_RUNG_NAMES]), default="ladder")
-@click.option("--seconds", type=click.IntRange(2, 3600), default=5, show_default=True, help="Seconds per rung.")
+@click.argument("what", type=click.Choice(["ladder", "tcp", "rdma", "nccl", *TCP_RUNG_NAMES]), default="ladder")
+@click.option("--seconds", type=click.IntRange(2, 3600), default=5, show_default=True, help="Seconds per TCP rung.")
 @click.option("--streams", type=click.IntRange(2, 128), default=16, show_default=True, help="Streams of tcp-multi.")
 @click.option("--bidir", is_flag=True, help="Both directions at once (iperf3 --bidir): full duplex.")
+@click.option(
+    "--collectives", default="sendrecv,all_gather,all_reduce", show_default=True,
+    help="nccl-tests collectives of the nccl rung, comma-separated.",
+)  # fmt: skip
+@click.option("--min-size", default="1M", show_default=True, help="Smallest NCCL message (nccl-tests -b).")
+@click.option("--max-size", default="1G", show_default=True, help="Largest NCCL message (-e); capped by free memory.")
+@click.option("--iters", type=click.IntRange(1, 10000), default=20, show_default=True, help="nccl-tests -n.")
+@click.option(
+    "--env", "env", multiple=True, metavar="NAME[=VALUE]",
+    help="An environment variable for every rank (mpirun -x); wins over what wirespeed derives. Repeatable.",
+)  # fmt: skip
+@click.option("--nccl-timeout", type=click.IntRange(10, 86400), default=900, show_default=True, help="Seconds.")
 @click.option(
     "--runs", "runs_dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
     help="Where run directories are written.",
@@ -409,19 +422,44 @@ def bench_cmd(
     seconds: int,
     streams: int,
     bidir: bool,
+    collectives: str,
+    min_size: str,
+    max_size: str,
+    iters: int,
+    env: tuple[str, ...],
+    nccl_timeout: int,
     runs_dir: Path,
     json_mode: bool,
 ) -> None:
-    """Climb the bandwidth ladder: TCP rungs (one stream, many streams, every half at once) measured at the wire
-    while they run, each with the ceiling it hit and the evidence. Results go to RUNS/<timestamp>/ as they come."""
+    """Climb the bandwidth ladder: TCP (one stream, many streams, every half at once), RDMA, and NCCL through
+    nccl-tests and mpirun, each measured at the wire while it runs, with the ceiling it hit and the evidence.
+    Results go to RUNS/<timestamp>/ as they come; a rung that cannot run says why and how to fix it."""
     from wirespeed.core.ladder import RungResult, takeaway
-    from wirespeed.engine import bench, discover
+    from wirespeed.core.nccl import NcclOptions
+    from wirespeed.core.units import parse_size_bytes
+    from wirespeed.engine import bench, discover, nccl
 
     out = ctx.output(json_mode)
+    chosen = [c.strip() for c in collectives.split(",") if c.strip()]
+    bad = [c for c in chosen if not re.fullmatch(r"[a-z_]+", c)]
+    if bad or not chosen:
+        raise UsageError(f"--collectives {collectives!r}: not collective names", hint="e.g. sendrecv,all_reduce")
+    low, high = parse_size_bytes(min_size), parse_size_bytes(max_size)
+    if low > high:
+        raise UsageError(
+            f"--min-size {min_size} is above --max-size {max_size}", hint="e.g. --min-size 1M --max-size 1G"
+        )
+    env_pairs: list[tuple[str, str | None]] = []
+    for item in env:
+        name, sep, value = item.partition("=")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise UsageError(f"--env {item!r}: not NAME=VALUE or NAME", hint="e.g. --env NCCL_IB_DISABLE=1")
+        env_pairs.append((name, value if sep else None))
+    nccl_options = NcclOptions(tuple(chosen), low, high, iters, env=tuple(env_pairs), timeout_s=float(nccl_timeout))
     remote = resolve_remote(out, cluster_file, hosts, user)
-    rungs = list(bench.TCP_RUNGS) if what in ("tcp", "ladder") else [what]
+    tcp_rungs = list(bench.TCP_RUNGS) if what in ("tcp", "ladder") else [what] if what in bench.TCP_RUNGS else []
     options = bench.BenchOptions(seconds=seconds, streams=streams, bidir=bidir)
-    found = discover.discover_live(remote)
+    found = discover.discover_live(remote, probe=what != "nccl")
     for reason in found.errors.values():
         out.message(f"wirespeed: {reason}")
     try:
@@ -430,16 +468,27 @@ def bench_cmd(
         raise WirespeedError(f"{runs_dir}: cannot write the run directory: {exc.strerror or exc}") from None
     run_dir.write_json("discovery.json", found.to_json())
     results: list[RungResult] = []
+
+    def keep(result: RungResult) -> None:
+        run_dir.write_json(f"{result.rung}.json", result.to_json())
+        results.append(result)
+        if not json_mode and result.status != "ran":
+            out.message(f"wirespeed: {result.rung} {result.status}: {result.reason}")
+
     with remote.owned():
         try:
-            for rung in rungs:
+            defaults = bench.defaults_evidence(found) if tcp_rungs else []
+            for rung in tcp_rungs:
                 out.message(f"wirespeed: {rung} ...")
-                result = bench.run_tcp(remote, found, rung, options, run_dir)
-                run_dir.write_json(f"{rung}.json", result.to_json())
-                results.append(result)
-            if what == "ladder":
-                for rung, reason in bench.not_yet_runnable(found):
-                    results.append(RungResult(rung, "skipped", reason))
+                keep(bench.run_tcp(remote, found, rung, options, run_dir, defaults))
+            if what in ("rdma", "ladder"):
+                reason, fix = bench.rdma_not_runnable(found)
+                for rung in ("rdma-bw", "rdma-lat"):
+                    keep(RungResult(rung, "skipped", reason, fix))
+            if what in ("nccl", "ladder"):
+                for collective in chosen:
+                    out.message(f"wirespeed: {nccl.rung_name(collective)} ...")
+                    keep(nccl.run_collective(remote, found, collective, nccl_options, run_dir))
         except KeyboardInterrupt:
             out.message(f"wirespeed: interrupted; what was measured is in {run_dir.path}")
     table = takeaway(results)
@@ -448,6 +497,10 @@ def bench_cmd(
         out.data({"run": str(run_dir.path), "rungs": [r.to_json() for r in results], "takeaway": table})
     else:
         out.console.print(render.takeaway_table(table))
+        for r in results:
+            if r.ceiling and len(r.ceiling.evidence) > 1:
+                for line in r.ceiling.evidence[1:]:
+                    out.message(f"  {r.rung}: {line}")
         out.message(f"wirespeed: results in {run_dir.path}")
     raise SystemExit(1 if any(r.status == "failed" for r in results) else 0)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
@@ -18,6 +19,11 @@ class Unknown:
 
 def known(value: object) -> bool:
     return not isinstance(value, Unknown)
+
+
+# Share of a PCIe link's encoded rate left for payload (TLP and DLLP headers, 256-byte payloads): Gen5 x4's
+# 126 Gb/s carries about 108, which matches the 92-111 Gb/s ib_write_bw measures on one Spark half.
+PCIE_PAYLOAD_EFFICIENCY = 0.86
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,15 @@ class PciFunction:
     @property
     def bus_device_function(self) -> str:
         return self.bdf.split(":", 1)[1]
+
+    @property
+    def link_gbps(self) -> float | None:
+        """The PCIe link's data rate after line encoding (8b/10b below 8 GT/s, 128b/130b from 8 GT/s): a Spark
+        half at Gen5 x4 is 32 x 4 x 128/130 = 126 Gb/s, which is why one half cannot fill a 200G port."""
+        if isinstance(self.current_speed_gts, Unknown) or isinstance(self.current_width, Unknown):
+            return None
+        encoding = 128 / 130 if self.current_speed_gts >= 8 else 8 / 10
+        return self.current_speed_gts * self.current_width * encoding
 
 
 @dataclass(frozen=True)
@@ -154,6 +169,22 @@ class NodeFacts:
 
     def netdev(self, name: str) -> Netdev | None:
         return next((n for n in self.netdevs if n.name == name), None)
+
+    def pcie_gbps(self, name: str) -> float | None:
+        """The PCIe link rate behind a netdev (None when it is no PCI function or the link was unreadable)."""
+        netdev = self.netdev(name)
+        function = next((p for p in self.pci if netdev is not None and p.bdf == netdev.pci), None)
+        return function.link_gbps if function else None
+
+    def port_rate_gbps(self, halves: Sequence[str]) -> float | None:
+        """What one physical port carries per direction: the cable's rate (its halves share it), or less when
+        the halves' PCIe links together cannot feed it."""
+        rates = [r for h in halves if (r := self.line_rate_gbps(h)) is not None]
+        if not rates:
+            return None
+        pcie = [self.pcie_gbps(h) for h in halves]
+        fed = sum(p * PCIE_PAYLOAD_EFFICIENCY for p in pcie if p is not None) if all(pcie) else None
+        return min(max(rates), fed) if fed else max(rates)
 
     def line_rate_gbps(self, name: str) -> float | None:
         """What the interface can carry per direction: its link speed, or a shaping qdisc's rate if lower."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wirespeed.core.cabling import CablingMap
-from wirespeed.core.facts import NodeFacts
+from wirespeed.core.facts import PCIE_PAYLOAD_EFFICIENCY, NodeFacts
 
 End = tuple[str, str]  # (node, interface)
 WIRE_FRACTION = 0.90  # at or above this share of the line rate, the wire is the ceiling
@@ -28,7 +28,20 @@ class Flow:
     target: End
     source_address: str
     target_address: str
-    line_rate_gbps: float | None  # the slower end's link speed
+    line_rate_gbps: float | None  # the slower end's link speed (or shaping)
+    pcie_gbps: float | None = None  # the slower end's PCIe payload rate, where a PCIe link feeds the half
+    cable: str = ""  # the source's physical port: halves of one port share its cable
+    cable_rate_gbps: float | None = None  # what that port carries per direction
+
+    @property
+    def limit_gbps(self) -> float | None:
+        """The most this half can carry: its link, or its PCIe link when that is slower (a Spark half)."""
+        rates = [r for r in (self.line_rate_gbps, self.pcie_gbps) if r is not None]
+        return min(rates) if rates else None
+
+    @property
+    def pcie_bound(self) -> bool:
+        return self.pcie_gbps is not None and (self.line_rate_gbps is None or self.pcie_gbps < self.line_rate_gbps)
 
 
 def _ipv4(facts: NodeFacts, iface: str) -> str | None:
@@ -38,6 +51,16 @@ def _ipv4(facts: NodeFacts, iface: str) -> str | None:
 
 def _speed(facts: NodeFacts, iface: str) -> float | None:
     return facts.line_rate_gbps(iface)
+
+
+def _pcie(facts: NodeFacts, iface: str) -> float | None:
+    rate = facts.pcie_gbps(iface)
+    return None if rate is None else rate * PCIE_PAYLOAD_EFFICIENCY
+
+
+def _port(facts: NodeFacts, iface: str) -> tuple[str, float | None]:
+    port = next((p for p in facts.ports if iface in p.halves), None)
+    return (port.label, facts.port_rate_gbps(port.halves)) if port else (iface, _speed(facts, iface))
 
 
 def flows_between(facts: Mapping[str, NodeFacts], cabling: CablingMap, client: str, server: str) -> list[Flow]:
@@ -51,7 +74,10 @@ def flows_between(facts: Mapping[str, NodeFacts], cabling: CablingMap, client: s
         if src_addr is None or dst_addr is None:
             continue
         speeds = [s for s in (_speed(facts[client], src[1]), _speed(facts[server], dst[1])) if s is not None]
-        flows.append(Flow(src, dst, src_addr, dst_addr, min(speeds) if speeds else None))
+        pcie = [p for p in (_pcie(facts[client], src[1]), _pcie(facts[server], dst[1])) if p is not None]
+        cable, cable_rate = _port(facts[client], src[1])
+        line = min(speeds) if speeds else None
+        flows.append(Flow(src, dst, src_addr, dst_addr, line, min(pcie) if pcie else None, cable, cable_rate))
     order = [half for port in facts[client].ports for half in port.halves]
     return sorted(flows, key=lambda f: (order.index(f.source[1]) if f.source[1] in order else len(order), f.source))
 
@@ -83,6 +109,39 @@ class WireFigures:
 
 
 @dataclass(frozen=True)
+class SizeFigures:
+    """One message size of a collective (out-of-place): nccl-tests' algbw and busbw in GB/s (10^9 B/s)."""
+
+    size_bytes: int
+    algbw_GBps: float
+    busbw_GBps: float
+    time_us: float
+
+
+@dataclass(frozen=True)
+class CollectiveSummary:
+    """What an NCCL rung measured. busbw is nccl-tests' bus bandwidth: comparable with one link direction's rate
+    (every rank sends and receives that much at once), so per direction = busbw x 8 Gb/s, full duplex twice that."""
+
+    collective: str
+    ranks: int | None
+    rows: tuple[SizeFigures, ...]
+    avg_busbw_GBps: float | None
+    transport: str | None  # NET/IB, NET/Socket, P2P/CUMEM, ... from NCCL's INFO lines
+    gdr: bool | None
+    socket_interfaces: tuple[str, ...] = ()
+    ib_devices: tuple[str, ...] = ()
+    source: str = "json"  # where the figures came from: nccl-tests' own JSON, or its text table
+    wrong: int = 0  # elements nccl-tests found wrong (data corruption)
+    complete: bool = True
+    nccl_version: str | None = None
+
+    @property
+    def peak(self) -> SizeFigures | None:
+        return max(self.rows, key=lambda r: r.busbw_GBps) if self.rows else None
+
+
+@dataclass(frozen=True)
 class Ceiling:
     name: str  # wire, cpu, single-flow, half-port, degraded, loss, defaults, fallback, unknown
     evidence: tuple[str, ...]
@@ -98,8 +157,13 @@ class RungResult:
     wire: WireFigures = field(default_factory=WireFigures)
     ceiling: Ceiling | None = None
     seconds: float | None = None
+    collective: CollectiveSummary | None = None
+    notes: tuple[str, ...] = ()
 
     def total_gbps(self, direction: str = "forward") -> float | None:
+        if self.collective is not None:  # busbw is per direction, and each direction carries it at once
+            peak = self.collective.peak
+            return None if peak is None else peak.busbw_GBps * 8
         values = [f.tool_gbps for f in self.flows if f.direction == direction]
         return None if not values or any(v is None for v in values) else sum(v for v in values if v is not None)
 
@@ -140,12 +204,40 @@ class RungResult:
                 "errors": {f"{n}:{i}": dict(v) for (n, i), v in self.wire.errors.items()},
             },
             "ceiling": None if self.ceiling is None else {"name": self.ceiling.name, "evidence": self.ceiling.evidence},
+            "collective": None if self.collective is None else _collective_json(self.collective),
+            "notes": list(self.notes),
         }
 
 
-def diagnose(result: RungResult, single_flow: bool = False, halves_available: int = 0) -> Ceiling:
+def _collective_json(c: CollectiveSummary) -> dict[str, Any]:
+    peak = c.peak
+    return {
+        "collective": c.collective,
+        "ranks": c.ranks,
+        "transport": c.transport,
+        "gdr": c.gdr,
+        "socket_interfaces": list(c.socket_interfaces),
+        "ib_devices": list(c.ib_devices),
+        "figures_from": c.source,
+        "wrong_elements": c.wrong,
+        "complete": c.complete,
+        "nccl_version": c.nccl_version,
+        "avg_busbw_GBps": c.avg_busbw_GBps,
+        "peak_busbw_GBps": None if peak is None else peak.busbw_GBps,
+        "peak_at_bytes": None if peak is None else peak.size_bytes,
+        "rows": [
+            {"size_bytes": r.size_bytes, "time_us": r.time_us, "algbw_GBps": r.algbw_GBps, "busbw_GBps": r.busbw_GBps}
+            for r in c.rows
+        ],
+    }
+
+
+def diagnose(
+    result: RungResult, single_flow: bool = False, halves_available: int = 0, defaults: Sequence[str] = ()
+) -> Ceiling:
     """The ceiling of a rung that ran, first match wins: loss, degraded, wire (or half-port when halves of the
-    cabled ports stayed idle), cpu, single-flow, half-port."""
+    cabled ports stayed idle), defaults (the checks found MTU or buffers at their defaults), cpu, single-flow,
+    half-port. `defaults` is the checks' evidence, one line each."""
     flows = [f for f in result.flows if f.tool_gbps is not None]
     if not flows:
         return Ceiling("unknown", ("no flow finished",))
@@ -159,27 +251,104 @@ def diagnose(result: RungResult, single_flow: bool = False, halves_available: in
     if slow:
         names = ", ".join(f"{f.flow.source[0]} {f.flow.source[1]} ({rate:.2f} Gb/s)" for f, rate in slow)
         return Ceiling("degraded", (f"{names}: below half of the best flow ({best:.2f} Gb/s) on identical links",))
-    at_wire = [
-        (f, rate) for f, rate in rates if f.flow.line_rate_gbps and rate >= WIRE_FRACTION * f.flow.line_rate_gbps
-    ]
-    if at_wire and len(at_wire) == len(rates):
-        line = sum(f.flow.line_rate_gbps or 0.0 for f, _ in rates)
-        total = sum(rate for _, rate in rates)
+    at_limit = [(f, rate) for f, rate in rates if f.flow.limit_gbps and rate >= WIRE_FRACTION * f.flow.limit_gbps]
+    if at_limit and len(at_limit) == len(rates):
         used = {f.flow.source for f in result.flows if f.direction == "forward"}
+        total = sum(rate for _, rate in rates)
+        if any(f.flow.pcie_bound for f, _ in rates):
+            cables: dict[tuple[str, str], list[float]] = {}
+            for f, rate in rates:
+                cables.setdefault((f.flow.source[0], f.flow.cable), []).append(rate)
+            line = sum(
+                next((f.flow.cable_rate_gbps or 0.0 for f, _ in rates if (f.flow.source[0], f.flow.cable) == k), 0.0)
+                for k in cables
+            )
+            share = f"{total:.2f} Gb/s of {line:g} Gb/s on {len(cables)} cable(s)"
+            caps = ", ".join(sorted({f"{f.flow.pcie_gbps:.0f}" for f, _ in rates if f.flow.pcie_gbps}))
+            if line and total >= WIRE_FRACTION * line:
+                if len(used) < halves_available:
+                    idle = f"{share}, on {len(used)} of {halves_available} cabled halves: the rest idle"
+                    return Ceiling("half-port", (idle,))
+                return Ceiling("wire", (f"{share}: every half at its PCIe cap (~{caps} Gb/s), the cables full",))
+            return Ceiling(
+                "half-port",
+                (f"{share}: each half at its PCIe cap (~{caps} Gb/s); a port needs both halves to fill its cable",),
+            )
+        line = sum(f.flow.limit_gbps or 0.0 for f, _ in rates)
         share = f"{total:.2f} Gb/s of {line:g} Gb/s line rate ({100 * total / line:.0f}%)"
         if len(used) < halves_available:
             return Ceiling("half-port", (f"{share} on {len(used)} of {halves_available} cabled halves: the rest idle",))
         return Ceiling("wire", (f"{share} on every cabled half ({len(used)})",))
     hot = {node: core for node, core in result.wire.busiest_core.items() if core[1] >= CPU_SATURATED}
+    if defaults:
+        cores = ", ".join(f"{node} core {c} at {b:.0f}%" for node, (c, b) in sorted(hot.items()))
+        return Ceiling("defaults", (*defaults, *([f"and the CPU ran hot: {cores}"] if cores else [])))
     if hot:
         shown = ", ".join(f"{node} core {c} at {b:.0f}%" for node, (c, b) in sorted(hot.items()))
         return Ceiling("cpu", (f"{shown} while the wire ran below {WIRE_FRACTION:.0%} of line rate",))
     if single_flow:
         return Ceiling("single-flow", (f"one TCP stream: {best:.2f} Gb/s; more streams or halves go further",))
-    speeds = [f.flow.line_rate_gbps for f, _ in rates if f.flow.line_rate_gbps]
+    speeds = [f.flow.limit_gbps for f, _ in rates if f.flow.limit_gbps]
     if len(rates) == 1 and speeds:
         return Ceiling("half-port", (f"one half carried {best:.2f} Gb/s of its {speeds[0]:g} Gb/s",))
     return Ceiling("unknown", ("below line rate with no saturated core and no errors",))
+
+
+def diagnose_collective(
+    result: RungResult,
+    rdma_devices: Sequence[str],
+    fabric_interfaces: Sequence[str],
+    line_rate_gbps: float | None,
+) -> Ceiling:
+    """The ceiling of an NCCL rung, first match wins: loss, fallback (the socket transport, or a network that is
+    not the fabric), half-port (NET/IB on fewer HCAs than the linked halves), wire, cpu."""
+    c = result.collective
+    peak = c.peak if c else None
+    if c is None or peak is None:
+        return Ceiling("unknown", ("no result",))
+    grew = {end: counters for end, counters in result.wire.errors.items() if counters}
+    if grew:
+        shown = "; ".join(f"{n} {i}: " + ", ".join(f"{k} +{v}" for k, v in v2.items()) for (n, i), v2 in grew.items())
+        return Ceiling("loss", (f"error counters grew during the rung: {shown}",))
+    per_direction = peak.busbw_GBps * 8
+    figure = f"peak busbw {peak.busbw_GBps:.2f} GB/s ({per_direction:.1f} Gb/s per direction) at {peak.size_bytes} B"
+    socket = c.transport == "NET/Socket"
+    if socket:
+        where = ", ".join(c.socket_interfaces) or "an interface NCCL chose"
+        off_fabric = [i for i in c.socket_interfaces if i not in fabric_interfaces]
+        evidence = [f"NCCL used NET/Socket on {where}: TCP through the CPU, {figure}"]
+        if rdma_devices:
+            evidence.append(
+                f"RDMA devices {', '.join(rdma_devices)} are linked but NCCL did not use them: check NCCL_IB_HCA, "
+                "NCCL_IB_DISABLE, a net plugin in the image, /dev/infiniband in a container"
+            )
+        else:
+            evidence.append("no RDMA device on the linked halves: the socket transport was the only one left")
+        if off_fabric:
+            fabric = ", ".join(fabric_interfaces) or "none discovered"
+            evidence.append(f"{', '.join(off_fabric)} is not a fabric interface (fabric: {fabric}): NCCL_SOCKET_IFNAME")
+        cores = ", ".join(f"{n} core {cpu} at {b:.0f}%" for n, (cpu, b) in sorted(result.wire.busiest_core.items()))
+        if cores:
+            evidence.append(f"busiest core: {cores}")
+        return Ceiling("fallback", tuple(evidence))
+    if c.transport == "NET/IB" and rdma_devices:
+        used = {d.split("/")[0] for d in c.ib_devices}
+        idle = [d for d in rdma_devices if d not in used]
+        if c.ib_devices and idle:
+            return Ceiling(
+                "half-port",
+                (f"NCCL used {', '.join(sorted(used))} but not {', '.join(idle)}: list every half in NCCL_IB_HCA",),
+            )
+    if c.transport is not None and not c.transport.startswith("NET/"):
+        return Ceiling("unknown", (f"no network in the path: ranks talked through {c.transport}; {figure}",))
+    if line_rate_gbps and per_direction >= WIRE_FRACTION * line_rate_gbps:
+        return Ceiling("wire", (f"{figure}: {100 * per_direction / line_rate_gbps:.0f}% of {line_rate_gbps:g} Gb/s",))
+    hot = {node: core for node, core in result.wire.busiest_core.items() if core[1] >= CPU_SATURATED}
+    if hot:
+        shown = ", ".join(f"{node} core {cpu} at {b:.0f}%" for node, (cpu, b) in sorted(hot.items()))
+        return Ceiling("cpu", (f"{shown}; {figure}",))
+    line = f" of {line_rate_gbps:g} Gb/s" if line_rate_gbps else ""
+    return Ceiling("unknown", (f"{figure}{line}: below line rate with no saturated core and no errors",))
 
 
 def takeaway(results: Sequence[RungResult]) -> list[dict[str, str]]:
@@ -188,10 +357,14 @@ def takeaway(results: Sequence[RungResult]) -> list[dict[str, str]]:
     for r in results:
         cpu = ", ".join(f"{n} {b:.0f}%" for n, (_, b) in sorted(r.wire.busiest_core.items())) or "-"
         forward, duplex = r.total_gbps("forward"), r.duplex_gbps
+        result = "-" if forward is None else f"{forward:.2f} Gb/s"
+        peak = r.collective.peak if r.collective else None
+        if peak is not None:
+            result += f" (busbw {peak.busbw_GBps:.2f} GB/s)"
         rows.append(
             {
                 "rung": r.rung,
-                "result": "-" if forward is None else f"{forward:.2f} Gb/s",
+                "result": result,
                 "full duplex": "-" if duplex is None or r.total_gbps("reverse") is None else f"{duplex:.2f} Gb/s",
                 "busiest core": cpu,
                 "ceiling": r.ceiling.name if r.ceiling else (r.status if r.status != "ran" else "-"),

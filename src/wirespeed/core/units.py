@@ -47,3 +47,15 @@ def format_rate(bits_per_second: float) -> str:
         if abs(bits_per_second) >= scale:
             return f"{bits_per_second / scale:.2f} {unit}"
     return f"{bits_per_second:.0f} b/s"
+
+
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+_BINARY = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def parse_size_bytes(text: str) -> int:
+    """A message size as nccl-tests reads `-b`/`-e`: 1M = 2^20 bytes, 8G = 2^33 (K, M, G, T are binary)."""
+    match = _SIZE_RE.match(text)
+    if not match or int(match.group(1)) <= 0:
+        raise UsageError(f"not a size: {text!r}", hint="use bytes or K, M, G (binary, as nccl-tests does): 64M, 8G")
+    return int(match.group(1)) * _BINARY[match.group(2).lower()]

@@ -67,7 +67,7 @@ class RunDirectory:
         target.write_text(text)
 
 
-class _WireRecorder:
+class WireRecorder:
     """Samples every node while a rung runs; averages per interface over the rung, the busiest core seen."""
 
     def __init__(self, remote: Remote, layouts: Sequence[NodeLayout], interval: float, record: Path) -> None:
@@ -85,7 +85,7 @@ class _WireRecorder:
                 if view is not None:
                     self.views.append(view)
 
-    def __enter__(self) -> _WireRecorder:
+    def __enter__(self) -> WireRecorder:
         self.sampler.start()
         self.thread.start()
         return self
@@ -158,12 +158,22 @@ def _client_argv(flow: Flow, port: int, options: BenchOptions, streams: int, cor
     return argv
 
 
+def defaults_evidence(discovery: Discovery) -> list[str]:
+    """What the checks say is still at its default (MTU 1500, small TCP buffers): the `defaults` ceiling's evidence."""
+    from wirespeed.core.checks.model import CheckStatus
+    from wirespeed.engine.checks import run_checks
+
+    run = run_checks(discovery, ["mtu.host", "sysctl.tcp"])
+    return [f"{r.id}: {r.summary}" for r in run.results if r.status in (CheckStatus.FAIL, CheckStatus.WARN)]
+
+
 def run_tcp(
     remote: Remote,
     discovery: Discovery,
     rung: str,
     options: BenchOptions,
     run_dir: RunDirectory,
+    defaults: Sequence[str] = (),
 ) -> RungResult:
     """One TCP rung between the first linked pair of nodes: single stream, many streams, or every half at once."""
     pair = first_pair(discovery.cabling)
@@ -179,7 +189,7 @@ def run_tcp(
     cores = _cores(remote, pair[0]) if rung == "tcp-halves" else 0
     started = time.monotonic()
     results: list[FlowResult] = []
-    with _WireRecorder(remote, layouts, options.interval, run_dir.path / f"{rung}.samples.jsonl") as recorder:
+    with WireRecorder(remote, layouts, options.interval, run_dir.path / f"{rung}.samples.jsonl") as recorder:
         servers = [_server(remote, flow, base_port + i) for i, flow in enumerate(chosen)]
         try:
             time.sleep(0.5)  # the servers bind
@@ -213,7 +223,7 @@ def run_tcp(
     if failed:  # what finished stays in the result; a rung with a failed flow gets no ceiling
         reasons = "; ".join(sorted({r.error or "no result" for r in failed}))
         return replace(result, status="failed", reason=reasons)
-    ceiling = diagnose(result, single_flow=rung == "tcp-single", halves_available=len(flows))
+    ceiling = diagnose(result, single_flow=rung == "tcp-single", halves_available=len(flows), defaults=defaults)
     return replace(result, ceiling=ceiling)
 
 
@@ -226,16 +236,15 @@ def _flow_results(flow: Flow, stdout: str, error: str | None) -> list[FlowResult
         return [FlowResult(flow, "forward", None, f"iperf3: {parsed.error}")]
     found = [FlowResult(flow, "forward", parsed.receiver_gbps, error)]
     if parsed.reverse_receiver_gbps is not None:
-        reverse = Flow(flow.target, flow.source, flow.target_address, flow.source_address, flow.line_rate_gbps)
+        reverse = replace(flow, source=flow.target, target=flow.source, source_address=flow.target_address,
+                          target_address=flow.source_address)  # fmt: skip
         found.append(FlowResult(reverse, "reverse", parsed.reverse_receiver_gbps))
     return found
 
 
-def not_yet_runnable(discovery: Discovery) -> list[tuple[str, str]]:
-    """The rungs after TCP, with why they do not run here (no RDMA devices, no nccl-tests, or not built yet)."""
-    has_rdma = any(f.rdma for f in discovery.facts.values())
-    has_nccl = any(any(t.name.endswith("_perf") for t in f.tools) for f in discovery.facts.values())
-    return [
-        ("rdma-bw", "this version does not run perftest yet" if has_rdma else "no RDMA devices on the nodes"),
-        ("nccl", "this version does not run nccl-tests yet" if has_nccl else "nccl-tests not found on the nodes"),
-    ]
+def rdma_not_runnable(discovery: Discovery) -> tuple[str, str | None]:
+    """Why the RDMA rungs do not run here, and the fix."""
+    if not any(f.rdma for f in discovery.facts.values()):
+        reasons = sorted({f.rdma_absent_reason for f in discovery.facts.values() if f.rdma_absent_reason})
+        return f"no RDMA devices on the nodes ({'; '.join(reasons) or 'none found'})", "RDMA NICs (RoCE or InfiniBand)"
+    return "this version does not run perftest yet", None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from builders import P0H0, P0H1, P1H0, P1H1, cluster, plan_address, spark
 
@@ -16,6 +17,7 @@ from wirespeed.core.ladder import (
     flows_between,
     takeaway,
 )
+from wirespeed.engine.discover import discover_snapshots
 
 
 def two(cables: int = 2, **changes: object):  # type: ignore[no-untyped-def]
@@ -86,3 +88,60 @@ def test_the_takeaway_table_has_a_line_per_rung() -> None:
         "why": "no RDMA devices on the nodes",
     }
     assert result.to_json()["forward_gbps"] == 0.99
+
+
+# --- Spark halves: each fed by PCIe Gen5 x4 (126 Gb/s encoded, ~108 for payload) behind a 200G port -------------
+SPARKS = Path(__file__).parent.parent.parent / "fixtures" / "snapshots" / "spark-two-cables"
+
+
+def spark_flows() -> list[Flow]:
+    found = discover_snapshots([SPARKS])
+    return flows_between(found.facts, found.cabling, "spark-1", "spark-2")
+
+
+def spark_ran(flows: list[Flow], rate: float) -> RungResult:
+    return RungResult("rdma-bw", "ran", flows=tuple(FlowResult(f, "forward", rate) for f in flows))
+
+
+def test_spark_halves_know_their_pcie_cap_and_share_the_ports_cable() -> None:
+    flows = spark_flows()
+    assert len(flows) == 4
+    assert {f.line_rate_gbps for f in flows} == {200.0}
+    assert {round(f.pcie_gbps or 0, 1) for f in flows} == {round(32 * 4 * 128 / 130 * 0.86, 1)}  # 108.4
+    assert all(f.pcie_bound and f.limit_gbps == f.pcie_gbps for f in flows)
+    assert {f.cable_rate_gbps for f in flows} == {200.0}
+    assert len({f.cable for f in flows}) == 2
+
+
+def test_spark_every_half_at_its_pcie_cap_fills_both_cables_the_wire() -> None:
+    ceiling = diagnose(spark_ran(spark_flows(), 99.0), halves_available=4)
+    assert ceiling.name == "wire"
+    assert "396.00 Gb/s of 400 Gb/s on 2 cable(s)" in ceiling.evidence[0] and "PCIe cap" in ceiling.evidence[0]
+
+
+def test_spark_one_half_at_its_pcie_cap_is_half_port_not_wire() -> None:
+    ceiling = diagnose(spark_ran(spark_flows()[:1], 100.0), single_flow=True, halves_available=4)
+    assert ceiling.name == "half-port"
+    assert "100.00 Gb/s of 200 Gb/s on 1 cable(s)" in ceiling.evidence[0]
+    assert "a port needs both halves" in ceiling.evidence[0]
+
+
+def test_spark_one_full_cable_of_two_leaves_halves_idle() -> None:
+    ceiling = diagnose(spark_ran(spark_flows()[:2], 99.0), halves_available=4)
+    assert ceiling.name == "half-port" and "on 2 of 4 cabled halves: the rest idle" in ceiling.evidence[0]
+
+
+def test_spark_tcp_below_the_pcie_cap_with_a_hot_core_is_the_cpu() -> None:
+    busy = WireFigures(busiest_core={"spark-1": (5, 100.0)})
+    result = dataclasses.replace(spark_ran(spark_flows(), 44.0), wire=busy)
+    assert diagnose(result, halves_available=4).name == "cpu"
+
+
+def test_checks_at_defaults_name_the_defaults_ceiling_with_the_cpu_as_corroboration() -> None:
+    busy = WireFigures(busiest_core={"s1": (3, 97.0)})
+    evidence = ["mtu.host: s1 enp1s0f0np0 MTU 1500 (fabric wants 9000)"]
+    ceiling = diagnose(ran((P1H0, 0.4), (P1H1, 0.41), wire=busy), halves_available=2, defaults=evidence)
+    assert ceiling.name == "defaults"
+    assert ceiling.evidence == (evidence[0], "and the CPU ran hot: s1 core 3 at 97%")
+    at_wire = diagnose(ran((P1H0, 0.97), (P1H1, 0.96)), halves_available=2, defaults=evidence)
+    assert at_wire.name == "wire"  # defaults that did not hold the rung back are not its ceiling

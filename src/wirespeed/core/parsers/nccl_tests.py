@@ -68,6 +68,10 @@ class NcclTestsResult:
     complete: bool
     out_of_bounds: int | None = None
     nccl_version: str | None = None
+    # What the network plugins said they use: interfaces (`NET/Socket : Using [0]eth0:...`) and HCA ports
+    # (`NET/IB : Using [0]mlx5_0:1/RoCE ...`), in the order printed.
+    socket_interfaces: tuple[str, ...] = ()
+    ib_devices: tuple[str, ...] = ()
 
 
 # The binaries nccl-tests builds, longest first so `alltoallv` is not read as `alltoall`.
@@ -131,6 +135,9 @@ _INT = re.compile(r"[+-]?\d+")
 _USING_NETWORK = re.compile(r"^Using network (?P<name>.+?)\s*$")
 # `Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0(1)/GDRDMA`, `... via P2P/CUMEM/read`, `... via SHM/direct/direct`;
 # NCCL 2.9 wrote `Channel 00 : 1[101d0] -> 8[101c0] [send] via NET/AWS Libfabric/1/GDRDMA`, 2.4 `Ring 00 : ...`.
+# `NET/Socket : Using [0]lo:127.0.0.1<0> [1]eth1:10.0.0.1<0>`, `NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:...`
+_NET_USING = re.compile(r"^NET/(?P<plugin>IB|Socket)\s*: Using (?P<list>[^;]*)")
+_NET_ENTRY = re.compile(r"\[\d+\](?P<entry>[^\s;]+)")
 _VIA = re.compile(r"->.*?\bvia (?P<kind>[A-Za-z0-9]+)/(?P<name>[^/\s]+(?: [^/\s]+)?)")
 
 _REDUCTION_OPS = frozenset({"sum", "prod", "max", "min", "avg", "mulsum", "premulsum"})
@@ -298,6 +305,8 @@ class _Scan:
     other_transports: Counter[str] = field(default_factory=Counter)
     net_gdr: bool = False
     using_network: str | None = None
+    socket_interfaces: list[str] = field(default_factory=list)
+    ib_devices: list[str] = field(default_factory=list)
     first_text_line: int | None = None
 
 
@@ -314,6 +323,16 @@ def _read_info(scan: _Scan, message: str) -> None:
             scan.net_gdr = scan.net_gdr or "GDRDMA" in message
         else:
             scan.other_transports[f"{kind}/{name}"] += 1
+        return
+    net = _NET_USING.match(message)
+    if net:
+        for entry in _NET_ENTRY.finditer(net.group("list")):
+            if net.group("plugin") == "Socket":
+                name = entry.group("entry").split(":", 1)[0]  # `lo:127.0.0.1<0>`
+                if name not in scan.socket_interfaces:
+                    scan.socket_interfaces.append(name)
+            elif entry.group("entry") not in scan.ib_devices:
+                scan.ib_devices.append(entry.group("entry"))  # `mlx5_0:1/RoCE`
         return
     using = _USING_NETWORK.match(message)
     if using and scan.using_network is None:
@@ -482,6 +501,8 @@ def parse_text(text: str) -> NcclTestsResult:
         complete=scan.avg is not None,
         out_of_bounds=scan.out_of_bounds,
         nccl_version=nccl_version,
+        socket_interfaces=tuple(scan.socket_interfaces),
+        ib_devices=tuple(scan.ib_devices),
     )
 
 

@@ -1,0 +1,346 @@
+"""The NCCL rung, planned and read back. Pure.
+
+Planning: which nodes run how many ranks, the environment NCCL gets (derived from discovery: every linked half's
+RDMA device in `NCCL_IB_HCA`, the linked halves in `NCCL_SOCKET_IFNAME`, their subnets for OpenMPI's TCP), the
+largest message each node's free memory allows (a 16 GiB all_gather froze a Spark: unified memory), and mpirun's
+argv. Reading: the nccl-tests stdout (its NCCL INFO lines say which transport ran) and its own `-J` JSON, which is
+the figure of record for busbw when present.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from wirespeed.core.cabling import CablingMap
+from wirespeed.core.facts import NodeFacts, Unknown
+from wirespeed.core.ladder import CollectiveSummary, SizeFigures
+from wirespeed.core.parsers import nccl_tests
+
+DEFAULT_COLLECTIVES = ("sendrecv", "all_gather", "all_reduce")
+MEMORY_SHARE = 8  # a rank's largest message is at most 1/8 of its free memory (send, receive, check buffers + margin)
+# What of nccl-tests' JSON `env` (the whole environment of rank 0) is kept in the run directory: never credentials.
+STORED_ENV_PREFIXES = (
+    "NCCL_",
+    "UCX_",
+    "CUDA_VISIBLE_DEVICES=",
+    "NVIDIA_VISIBLE_DEVICES=",
+    "OMPI_MCA_btl",
+    "OMPI_MCA_oob",
+)
+
+
+@dataclass(frozen=True)
+class NcclOptions:
+    collectives: tuple[str, ...] = DEFAULT_COLLECTIVES
+    min_bytes: int = 1 << 20
+    max_bytes: int = 1 << 30
+    iterations: int = 20
+    warmup: int = 5
+    env: tuple[tuple[str, str | None], ...] = ()  # --env NAME=VALUE (or NAME: pass the launcher's value); wins
+    timeout_s: float = 900.0
+
+
+@dataclass(frozen=True)
+class NodeMemory:
+    """Free memory a node reported just before the rung: per GPU (None where nvidia-smi cannot say: unified
+    memory, as on GB10) and the kernel's MemAvailable."""
+
+    gpu_free_bytes: tuple[int | None, ...]
+    available_bytes: int | None
+
+
+@dataclass(frozen=True)
+class NotRunnable:
+    reason: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class NcclPlan:
+    launcher: str  # the node that runs mpirun (rank 0)
+    nodes: tuple[str, ...]
+    hosts: tuple[tuple[str, int], ...]  # (address as the launcher reaches it, ranks there)
+    binary: str
+    env: tuple[tuple[str, str | None], ...]
+    mca: tuple[tuple[str, str], ...]
+    min_bytes: int
+    max_bytes: int
+    capped: str | None = None  # why max_bytes is below what was asked
+    rdma_devices: tuple[str, ...] = ()  # `dev:port` of every linked half, for the diagnosis
+    fabric_interfaces: tuple[str, ...] = ()
+    line_rate_gbps: float | None = None  # one node's linked halves together, per direction
+
+    @property
+    def ranks(self) -> int:
+        return sum(slots for _, slots in self.hosts)
+
+
+def parse_meminfo_available(text: str) -> int | None:
+    """MemAvailable from /proc/meminfo, in bytes."""
+    match = re.search(r"^MemAvailable:\s+(\d+)\s*kB", text, re.MULTILINE)
+    return int(match.group(1)) * 1024 if match else None
+
+
+def parse_gpu_free(text: str) -> tuple[int | None, ...]:
+    """`nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits`: MiB per GPU; `[N/A]` or `Not Supported`
+    (unified memory) becomes None."""
+    values: list[int | None] = []
+    for line in text.splitlines():
+        token = line.strip()
+        if token:
+            values.append(int(token) * 2**20 if token.isdigit() else None)
+    return tuple(values)
+
+
+def _pow2_floor(value: int) -> int:
+    return 1 << (value.bit_length() - 1) if value > 0 else 0
+
+
+def size_cap(memory: Mapping[str, NodeMemory], ranks: Mapping[str, int]) -> tuple[int, str] | None:
+    """The largest message every rank can hold (a power of two), with the node that limits it; None when no node
+    said how much memory it has."""
+    best: tuple[int, str] | None = None
+    for node, mem in sorted(memory.items()):
+        known = [b for b in mem.gpu_free_bytes if b is not None]
+        if known:
+            per_rank = min(known)
+        elif mem.available_bytes is not None:
+            per_rank = mem.available_bytes // max(1, ranks.get(node, 1))  # unified memory: ranks share it
+        else:
+            continue
+        cap = _pow2_floor(per_rank // MEMORY_SHARE)
+        if best is None or cap < best[0]:
+            best = (cap, f"{node}: {per_rank / 2**30:.1f} GiB free per rank")
+    return best
+
+
+def _linked_halves(facts: NodeFacts, cabling: CablingMap) -> list[str]:
+    linked = {end[1] for link in cabling.links for end in link if end[0] == facts.node}
+    return [half for port in facts.ports for half in port.halves if half in linked]
+
+
+def _address(facts: NodeFacts, iface: str) -> str | None:
+    netdev = facts.netdev(iface)
+    return netdev.ipv4[0] if netdev and netdev.ipv4 else None
+
+
+def _tool_path(facts: NodeFacts, binary: str) -> tuple[str | None, str | None]:
+    for tool in facts.tools:
+        if tool.name == binary and tool.path:
+            return tool.path, tool.detail
+    return None, None
+
+
+def plan_nccl(
+    facts: Mapping[str, NodeFacts],
+    cabling: CablingMap,
+    collective: str,
+    options: NcclOptions,
+    memory: Mapping[str, NodeMemory] | None = None,
+) -> NcclPlan | NotRunnable:
+    """How to run `collective` across every node discovered: one rank per GPU, launched from the first node."""
+    nodes = sorted(facts)
+    if not nodes:
+        return NotRunnable("no node was discovered", "run `wirespeed discover`")
+    binary = f"{collective}_perf"
+    ranks: dict[str, int] = {}
+    paths: dict[str, str] = {}
+    for node in nodes:
+        gpus = facts[node].gpus
+        if isinstance(gpus, Unknown):
+            return NotRunnable(f"{node}: GPUs unknown ({gpus.reason})", "install the NVIDIA driver (nvidia-smi)")
+        if not gpus:
+            return NotRunnable(f"{node} has no GPU", "run the nccl rung on GPU nodes only")
+        path, detail = _tool_path(facts[node], binary)
+        if path is None:
+            return NotRunnable(
+                f"{node}: nccl-tests' {binary} not found",
+                "build nccl-tests with MPI=1 (NVIDIA's playbook) and put it on PATH or set NCCL_TESTS_DIR",
+            )
+        if detail == "mpi=no":
+            return NotRunnable(f"{node}: {path} was built without MPI", "rebuild nccl-tests with `make MPI=1`")
+        ranks[node], paths[node] = len(gpus), path
+    launcher = nodes[0]
+    if len(set(paths.values())) > 1:
+        shown = ", ".join(f"{n} {p}" for n, p in sorted(paths.items()))
+        return NotRunnable(f"{binary} is at different paths ({shown})", "install nccl-tests at one path on every node")
+    if not any(t.name == "mpirun" and isinstance(t.version, str) for t in facts[launcher].tools):
+        return NotRunnable(f"{launcher}: mpirun not found", "apt install openmpi-bin (the same MPI on every node)")
+
+    halves = {node: _linked_halves(facts[node], cabling) for node in nodes}
+    hosts: list[tuple[str, int]] = []
+    if len(nodes) == 1:
+        hosts.append(("localhost", ranks[launcher]))
+    else:
+        for node in nodes:
+            address = next((a for h in halves[node] if (a := _address(facts[node], h))), None)
+            if address is None:
+                return NotRunnable(f"{node}: no addressed fabric half linked to the others", "wirespeed fix")
+            hosts.append((address.split("/")[0], ranks[node]))
+
+    rdma = sorted(
+        {
+            f"{device.name}:{port.number}"
+            for node in nodes
+            for device in facts[node].rdma
+            if set(device.netdevs) & set(halves[node])
+            for port in device.ports
+        }
+    )
+    fabric = sorted({h for node in nodes for h in halves[node]})
+    env: dict[str, str | None] = {"NCCL_DEBUG": "INFO"}
+    mca: list[tuple[str, str]] = []
+    if rdma:
+        env["NCCL_IB_HCA"] = "=" + ",".join(rdma)  # `=`: exact names (mlx5_1 would otherwise match mlx5_10)
+    if len(nodes) > 1 and fabric:
+        env["NCCL_SOCKET_IFNAME"] = "=" + ",".join(fabric)
+        subnets = sorted(
+            {
+                str(ipaddress.ip_interface(a).network)
+                for node in nodes
+                for h in halves[node]
+                if (a := _address(facts[node], h))
+            }
+        )
+        mca += [("btl_tcp_if_include", ",".join(subnets)), ("oob_tcp_if_include", ",".join(subnets))]
+    for name, value in options.env:
+        env[name] = value
+
+    low, high, capped = options.min_bytes, options.max_bytes, None
+    cap = size_cap(memory or {}, ranks)
+    if cap is not None and cap[0] < high:
+        high, capped = max(cap[0], 1), f"largest message lowered to {_bytes(cap[0])}: {cap[1]}"
+        low = min(low, high)
+    ports = [p.halves for p in facts[launcher].ports if set(p.halves) & set(halves[launcher])]
+    rates = [r for p in ports if (r := facts[launcher].port_rate_gbps(p)) is not None]
+    return NcclPlan(
+        launcher=launcher,
+        nodes=tuple(nodes),
+        hosts=tuple(hosts),
+        binary=paths[launcher],
+        env=tuple(env.items()),
+        mca=tuple(mca),
+        min_bytes=low,
+        max_bytes=high,
+        capped=capped,
+        rdma_devices=tuple(rdma),
+        fabric_interfaces=tuple(fabric),
+        line_rate_gbps=sum(rates) if rates and len(rates) == len(ports) else None,
+    )
+
+
+def _bytes(value: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= scale and value % scale == 0:
+            return f"{value // scale} {unit}"
+    return f"{value} B"
+
+
+def mpirun_argv(plan: NcclPlan, options: NcclOptions, json_path: str | None, as_root: bool = False) -> list[str]:
+    """mpirun's argv on the launcher: hosts with their slots, OpenMPI's TCP subnets, NCCL's environment with
+    `-x`, then the nccl-tests binary with identical arguments for every rank."""
+    argv = ["mpirun"]
+    if as_root:
+        argv.append("--allow-run-as-root")
+    argv += ["--bind-to", "none", "-np", str(plan.ranks), "-H", ",".join(f"{h}:{n}" for h, n in plan.hosts)]
+    for mca_name, mca_value in plan.mca:
+        argv += ["--mca", mca_name, mca_value]
+    for name, value in plan.env:
+        argv += ["-x", name if value is None else f"{name}={value}"]
+    argv += [plan.binary, "-b", str(plan.min_bytes), "-e", str(plan.max_bytes), "-f", "2", "-g", "1"]
+    argv += ["-n", str(options.iterations), "-w", str(options.warmup)]
+    if json_path is not None:
+        argv += ["-J", json_path]
+    return argv
+
+
+def stored_json(text: str) -> str:
+    """nccl-tests' JSON as kept in the run directory: its `env` (rank 0's whole environment, where a user's
+    tokens may live) cut down to NCCL, UCX, OpenMPI transport and device-visibility variables."""
+    data = json.loads(text)
+    if isinstance(data, dict) and isinstance(data.get("env"), list):
+        data["env"] = [e for e in data["env"] if isinstance(e, str) and e.startswith(STORED_ENV_PREFIXES)]
+        data["env_filtered_by"] = "wirespeed"
+    return json.dumps(data, indent=1) + "\n"
+
+
+@dataclass(frozen=True)
+class NcclReading:
+    summary: CollectiveSummary | None
+    error: str | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def read_run(collective: str, stdout: str, json_text: str | None) -> NcclReading:
+    """The rung's figures: rows and average from nccl-tests' JSON when it wrote one (the figure of record), else
+    from its table; transport, GPUDirect and the devices used from the INFO lines of stdout."""
+    try:
+        text = nccl_tests.parse_text(stdout)
+    except ValueError as exc:
+        return NcclReading(None, f"nccl-tests output unreadable: {exc}")
+    source, parsed, notes = "text", text, list[str]()
+    if json_text:
+        try:
+            parsed, source = nccl_tests.parse_json(json_text), "json"
+        except ValueError as exc:
+            notes.append(f"nccl-tests JSON unreadable ({exc}); figures from its table")
+    rows = tuple(
+        SizeFigures(r.size_bytes, r.out_of_place.algbw_GBps, r.out_of_place.busbw_GBps, r.out_of_place.time_us)
+        for r in parsed.rows
+    )
+    wrong = sum((r.out_of_place.wrong or 0) + ((r.in_place.wrong or 0) if r.in_place else 0) for r in parsed.rows)
+    if not rows:
+        return NcclReading(None, _failure_line(stdout) or "nccl-tests printed no result rows", tuple(notes))
+    summary = CollectiveSummary(
+        collective=collective,
+        ranks=parsed.ranks or text.ranks,
+        rows=rows,
+        avg_busbw_GBps=parsed.avg_busbw_GBps,
+        transport=text.transport,
+        gdr=text.gdr,
+        socket_interfaces=text.socket_interfaces,
+        ib_devices=text.ib_devices,
+        source=source,
+        wrong=wrong,
+        complete=parsed.complete,
+        nccl_version=text.nccl_version or parsed.nccl_version,
+    )
+    return NcclReading(summary, None, tuple(notes))
+
+
+_FAILURE_HINTS = re.compile(
+    r"(NCCL WARN.*|.*\bFAILED\b.*|.*failure.*|.*There are not enough slots.*|.*ORTE was unable.*"
+    r"|.*Permission denied.*)",
+    re.IGNORECASE,
+)
+
+
+def _failure_line(stdout: str) -> str | None:
+    for line in stdout.splitlines():
+        if _FAILURE_HINTS.fullmatch(line.strip()):
+            return line.strip()[:200]
+    return None
+
+
+def json_rows(text: str) -> list[dict[str, Any]]:
+    """The out-of-place figures of nccl-tests' JSON, as written (for comparing with a rung's result)."""
+    data = json.loads(text)
+    return [
+        {
+            "size_bytes": int(r["size"]),
+            "busbw_GBps": r["out_of_place"]["bus_bw"],
+            "algbw_GBps": r["out_of_place"]["alg_bw"],
+        }
+        for r in data.get("results", [])
+        if isinstance(r, dict) and isinstance(r.get("out_of_place"), dict)
+    ]
+
+
+def supports_json_output(help_text: str) -> bool:
+    """nccl-tests 2.17.6+ lists `-J,--output_file` in its usage."""
+    return "output_file" in help_text

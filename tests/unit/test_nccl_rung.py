@@ -1,0 +1,221 @@
+"""The NCCL rung's plan (environment, hosts, size cap, mpirun argv) and its reading and diagnosis, on the Spark
+snapshot fixtures and a real nccl-tests run (two H200s, socket transport forced)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from wirespeed.core.errors import UsageError
+from wirespeed.core.ladder import CollectiveSummary, RungResult, SizeFigures, WireFigures, diagnose_collective
+from wirespeed.core.nccl import (
+    NcclOptions,
+    NcclPlan,
+    NodeMemory,
+    NotRunnable,
+    json_rows,
+    mpirun_argv,
+    parse_gpu_free,
+    parse_meminfo_available,
+    plan_nccl,
+    read_run,
+    size_cap,
+    stored_json,
+    supports_json_output,
+)
+from wirespeed.core.units import parse_size_bytes
+from wirespeed.engine.discover import Discovery, discover_snapshots
+
+SNAPSHOTS = Path(__file__).parent.parent / "fixtures" / "snapshots"
+REAL = Path(__file__).parent.parent / "fixtures" / "real" / "nccl_tests_device"
+SOCKET_TEXT = REAL / "sendrecv_1node_2gpu_h200_socket_lo_v2.19.6.txt"
+SOCKET_JSON = REAL / "sendrecv_1node_2gpu_h200_socket_lo_v2.19.6.nccl-tests.json"
+GIB = 2**30
+
+
+@pytest.fixture(scope="module")
+def sparks() -> Discovery:
+    return discover_snapshots([SNAPSHOTS / "spark-two-cables"])
+
+
+def test_two_sparks_every_linked_half_in_nccl_ib_hca_and_subnets_for_openmpi(sparks: Discovery) -> None:
+    plan = plan_nccl(sparks.facts, sparks.cabling, "all_gather", NcclOptions())
+    assert isinstance(plan, NcclPlan)
+    env = dict(plan.env)
+    assert env["NCCL_IB_HCA"] == "=roceP2p1s0f0:1,roceP2p1s0f1:1,rocep1s0f0:1,rocep1s0f1:1"
+    assert env["NCCL_SOCKET_IFNAME"] == "=enP2p1s0f0np0,enP2p1s0f1np1,enp1s0f0np0,enp1s0f1np1"
+    assert env["NCCL_DEBUG"] == "INFO"
+    mca = dict(plan.mca)
+    assert mca["btl_tcp_if_include"] == mca["oob_tcp_if_include"]
+    assert len(mca["btl_tcp_if_include"].split(",")) == 4  # one subnet per half
+    assert plan.ranks == 2 and [n for _, n in plan.hosts] == [1, 1]
+    assert plan.binary == "/home/user/nccl-tests/build/all_gather_perf"
+    assert plan.line_rate_gbps == pytest.approx(4 * 100.0)  # four halves at 100 Gb/s each (link speed)
+    addresses = [h for h, _ in plan.hosts]
+    assert all(a.count(".") == 3 and "/" not in a for a in addresses) and len(set(addresses)) == 2
+
+
+def test_user_env_wins_and_a_bare_name_passes_the_launchers_value(sparks: Discovery) -> None:
+    options = NcclOptions(env=(("NCCL_IB_HCA", "=rocep1s0f0:1"), ("LD_LIBRARY_PATH", None)))
+    plan = plan_nccl(sparks.facts, sparks.cabling, "sendrecv", options)
+    assert isinstance(plan, NcclPlan)
+    argv = mpirun_argv(plan, options, "/tmp/x.json", as_root=True)
+    assert argv[:2] == ["mpirun", "--allow-run-as-root"]
+    assert "NCCL_IB_HCA==rocep1s0f0:1" in argv and "LD_LIBRARY_PATH" in argv
+    assert argv[argv.index("-H") + 1].count(":1") == 2
+    tail = argv[argv.index(plan.binary) :]
+    sizes = ["-b", "1048576", "-e", str(GIB), "-f", "2", "-g", "1"]
+    assert tail == [plan.binary, *sizes, "-n", "20", "-w", "5", "-J", "/tmp/x.json"]
+    assert "--allow-run-as-root" not in mpirun_argv(plan, options, None)
+
+
+def test_missing_prerequisites_say_why_and_how_to_fix(sparks: Discovery) -> None:
+    no_binary = plan_nccl(sparks.facts, sparks.cabling, "hypercube", NcclOptions())
+    assert isinstance(no_binary, NotRunnable) and "hypercube_perf not found" in no_binary.reason
+    assert "MPI=1" in no_binary.fix
+    facts = dict(sparks.facts)
+    facts["spark-2"] = replace(facts["spark-2"], gpus=())
+    no_gpu = plan_nccl(facts, sparks.cabling, "sendrecv", NcclOptions())
+    assert isinstance(no_gpu, NotRunnable) and no_gpu.reason == "spark-2 has no GPU"
+    tools = tuple(
+        replace(t, path="/opt/x/sendrecv_perf") if t.name == "sendrecv_perf" else t for t in facts["spark-1"].tools
+    )
+    facts = dict(sparks.facts)
+    facts["spark-1"] = replace(facts["spark-1"], tools=tools)
+    moved = plan_nccl(facts, sparks.cabling, "sendrecv", NcclOptions())
+    assert isinstance(moved, NotRunnable) and "different paths" in moved.reason
+
+
+def test_message_size_capped_from_unified_memory_shared_by_the_ranks(sparks: Discovery) -> None:
+    # GB10: nvidia-smi cannot say (unified memory), MemAvailable 100 GiB -> 12.5 GiB per 1/8 -> 8 GiB
+    memory = {"spark-1": NodeMemory((None,), 100 * GIB), "spark-2": NodeMemory((None,), 40 * GIB)}
+    plan = plan_nccl(sparks.facts, sparks.cabling, "all_gather", NcclOptions(max_bytes=16 * GIB), memory)
+    assert isinstance(plan, NcclPlan)
+    assert plan.max_bytes == 4 * GIB  # spark-2: 40 GiB / 8 = 5 GiB -> 4 GiB
+    assert plan.capped is not None and "spark-2: 40.0 GiB free per rank" in plan.capped
+    roomy = plan_nccl(sparks.facts, sparks.cabling, "all_gather", NcclOptions(max_bytes=GIB), memory)
+    assert isinstance(roomy, NcclPlan) and roomy.max_bytes == GIB and roomy.capped is None
+
+
+def test_size_cap_discrete_gpus_use_their_own_free_memory() -> None:
+    memory = {"h": NodeMemory((143156 * 2**20, 10 * GIB), 250 * GIB)}
+    assert size_cap(memory, {"h": 2}) == (GIB, "h: 10.0 GiB free per rank")
+    assert size_cap({"u": NodeMemory((None, None), 64 * GIB)}, {"u": 2}) == (4 * GIB, "u: 32.0 GiB free per rank")
+    assert size_cap({"x": NodeMemory((), None)}, {"x": 1}) is None
+
+
+def test_memory_readers() -> None:
+    assert parse_gpu_free("143156\n143156\n") == (143156 * 2**20, 143156 * 2**20)
+    assert parse_gpu_free("[N/A]\n") == (None,)
+    assert parse_gpu_free("Not Supported\n") == (None,)
+    assert parse_meminfo_available("MemTotal: 263998500 kB\nMemAvailable:   262970136 kB\n") == 262970136 * 1024
+    assert parse_meminfo_available("MemTotal: 1 kB\n") is None
+
+
+def test_sizes_are_binary_like_nccl_tests() -> None:
+    assert parse_size_bytes("1M") == 2**20
+    assert parse_size_bytes("8G") == 8 * GIB
+    assert parse_size_bytes("64MiB") == 64 * 2**20
+    assert parse_size_bytes("4096") == 4096
+    for bad in ("", "1.5G", "-1M", "0", "1Q"):
+        with pytest.raises(UsageError):
+            parse_size_bytes(bad)
+
+
+def test_real_socket_run_busbw_is_nccl_tests_own_json_and_the_transport_comes_from_info_lines() -> None:
+    stdout = SOCKET_TEXT.read_text()
+    written = SOCKET_JSON.read_text()
+    reading = read_run("sendrecv", stdout, written)
+    summary = reading.summary
+    assert summary is not None and reading.error is None
+    assert summary.source == "json"
+    assert summary.transport == "NET/Socket" and summary.socket_interfaces == ("lo",) and summary.ib_devices == ()
+    assert summary.ranks == 2
+    assert [(r.size_bytes, r.busbw_GBps) for r in summary.rows] == [
+        (r["size_bytes"], r["busbw_GBps"]) for r in json_rows(written)
+    ]
+    assert summary.avg_busbw_GBps == pytest.approx(2.929506)
+    assert summary.peak is not None and summary.peak.size_bytes == 16777216 and summary.peak.busbw_GBps == 3.160632
+    # without the JSON, the text table gives the same rows to its printed precision
+    from_text = read_run("sendrecv", stdout, None).summary
+    assert from_text is not None and from_text.source == "text"
+    assert [round(r.busbw_GBps, 2) for r in from_text.rows] == [round(r.busbw_GBps, 2) for r in summary.rows]
+    assert from_text.avg_busbw_GBps == pytest.approx(2.92951)
+
+
+def test_a_cut_json_falls_back_to_the_table_with_a_note() -> None:
+    stdout = SOCKET_TEXT.read_text()
+    reading = read_run("sendrecv", stdout, SOCKET_JSON.read_text()[:500])
+    assert reading.summary is not None and reading.summary.source == "text"
+    assert reading.notes and "JSON unreadable" in reading.notes[0]
+
+
+def test_a_run_that_printed_no_rows_fails_with_its_own_words() -> None:
+    stdout = "# nccl-tests version 2.19.6\nhost: Test NCCL failure common.cu:1234 'unhandled system error'\n"
+    reading = read_run("all_reduce", stdout, None)
+    assert reading.summary is None and reading.error is not None and "NCCL failure" in reading.error
+
+
+def test_stored_json_keeps_no_credentials() -> None:
+    data = json.loads(SOCKET_JSON.read_text())
+    data["env"] += ["AWS_SECRET_ACCESS_KEY=abc", "GITHUB_TOKEN=def", "HOME=/root"]
+    kept = json.loads(stored_json(json.dumps(data)))
+    assert "NCCL_SOCKET_IFNAME=lo" in kept["env"]
+    assert not any("SECRET" in e or "TOKEN" in e or e.startswith("HOME=") for e in kept["env"])
+    assert kept["results"] == data["results"]
+
+
+def test_json_output_is_seen_in_the_usage() -> None:
+    assert supports_json_output("[-J,--output_file <file>] \n")
+    assert not supports_json_output("[-G,--cudagraph <num graph launches>]\n")
+
+
+def _rung(transport: str, busbw: float, **summary: object) -> RungResult:
+    collective = CollectiveSummary(
+        "all_gather",
+        2,
+        (SizeFigures(2**30, busbw, busbw, 1.0),),
+        busbw,
+        transport,
+        True,
+        **summary,  # type: ignore[arg-type]
+    )
+    wire = WireFigures(busiest_core={"spark-1": (3, 12.0)})
+    return RungResult("nccl-all_gather", "ran", wire=wire, collective=collective)
+
+
+def test_diagnosis_socket_with_rdma_linked_is_fallback_naming_the_devices() -> None:
+    rung = _rung("NET/Socket", 2.5, socket_interfaces=("enP7s7",))
+    ceiling = diagnose_collective(rung, ["rocep1s0f1:1"], ["enp1s0f1np1"], 200.0)
+    assert ceiling.name == "fallback"
+    assert "NET/Socket on enP7s7" in ceiling.evidence[0]
+    assert "rocep1s0f1:1 are linked but NCCL did not use them" in ceiling.evidence[1]
+    assert "enP7s7 is not a fabric interface" in ceiling.evidence[2]
+
+
+def test_diagnosis_ib_on_one_of_two_halves_is_half_port() -> None:
+    rung = _rung("NET/IB", 11.5, ib_devices=("rocep1s0f1:1/RoCE",))
+    ceiling = diagnose_collective(rung, ["roceP2p1s0f1:1", "rocep1s0f1:1"], [], 200.0)
+    assert ceiling.name == "half-port" and "not roceP2p1s0f1:1" in ceiling.evidence[0]
+
+
+def test_diagnosis_ib_at_the_wire_and_below_it() -> None:
+    devices = ("rocep1s0f1:1/RoCE", "roceP2p1s0f1:1/RoCE")
+    at_wire = _rung("NET/IB", 23.0, ib_devices=devices)  # 184 Gb/s of 200
+    assert diagnose_collective(at_wire, ["roceP2p1s0f1:1", "rocep1s0f1:1"], [], 200.0).name == "wire"
+    below = _rung("NET/IB", 12.0, ib_devices=devices)
+    ceiling = diagnose_collective(below, ["roceP2p1s0f1:1", "rocep1s0f1:1"], [], 200.0)
+    assert ceiling.name == "unknown" and "of 200 Gb/s" in ceiling.evidence[0]
+    lossy = replace(at_wire, wire=WireFigures(errors={("spark-2", "enp1s0f1np1"): {"rx_discards_phy": 7}}))
+    assert diagnose_collective(lossy, [], [], 200.0).name == "loss"
+
+
+def test_full_duplex_is_twice_the_busbw_per_direction() -> None:
+    rung = _rung("NET/IB", 20.0)
+    assert rung.total_gbps("forward") == pytest.approx(160.0)
+    assert rung.duplex_gbps == pytest.approx(320.0)
+    data = rung.to_json()
+    assert data["collective"]["peak_busbw_GBps"] == 20.0 and data["full_duplex_gbps"] == pytest.approx(320.0)
