@@ -2,7 +2,8 @@
 
 Today: bring a two-node, two-cable Spark testbed up, show every node and interface, reach every node through
 the cluster file over ssh (host names, the agent's version), discover every node and the cabling with the
-active probe, run the checks, fix what can be fixed, check again, and tear it all down.
+active probe, run the checks, fix what can be fixed, check again, climb the bandwidth ladder (the takeaway table;
+results in runs/), and tear it all down.
 Each later capability adds its step here until this is the full commissioning run with its report.
 """
 
@@ -39,6 +40,10 @@ def run() -> int:
         record = str(testbed_dir(prefix) / "last-fix.json")
         failures += step("fix what can be fixed (kept for --revert)", "fix", *cluster, "--yes", "--record", record) >= 2
         failures += step("the checks again", "check", *cluster, "--skip", "ssh.mesh") == 2
+        # The ladder: TCP rungs measured at the wire; RDMA and NCCL say why they cannot run here (no RDMA
+        # devices, no GPU) rather than inventing a figure. Results stay in runs/<timestamp>/.
+        failures += step("the bandwidth ladder, each rung's ceiling with evidence", "bench", "ladder", *cluster,
+                         "--seconds", "3") != 0  # fmt: skip
     finally:
         failures += step("tear everything down", "testbed", "down", "--prefix", prefix) != 0
     print(f"\ndemo: {'ok' if not failures else f'{failures} step(s) failed'}")

@@ -64,3 +64,71 @@ def test_a_degraded_half_is_named(bed: Remote, tmp_path: Path) -> None:
     [rung] = data["rungs"]  # type: ignore[misc]
     assert rung["ceiling"]["name"] == "degraded", rung
     assert "wbn-1 enP2p1s0f1np1" in rung["ceiling"]["evidence"][0]
+
+
+def test_bidir_counts_both_directions_and_reaches_the_wire_each_way(bed: Remote, tmp_path: Path) -> None:
+    code, data = bench(bed, tmp_path, "tcp-halves", "--bidir", "--seconds", "4")
+    assert code == 0, data
+    [rung] = data["rungs"]  # type: ignore[misc]
+    directions = [f["direction"] for f in rung["flows"]]
+    assert directions.count("forward") == 4 and directions.count("reverse") == 4
+    assert rung["forward_gbps"] >= 0.95 * 4.0 and rung["reverse_gbps"] >= 0.95 * 4.0, rung
+    assert rung["full_duplex_gbps"] == rung["forward_gbps"] + rung["reverse_gbps"]
+    # the wire saw both directions on each half, at the line rate
+    rx = [v for k, v in rung["wire"]["rx_gbps"].items() if k.startswith("wbn-1:")]
+    tx = [v for k, v in rung["wire"]["tx_gbps"].items() if k.startswith("wbn-1:")]
+    assert len(rx) == len(tx) == 4 and min(rx + tx) >= 0.9
+    assert rung["ceiling"]["name"] == "wire"
+    assert iperf3_left() == []
+
+
+def test_halves_far_faster_than_the_cpu_are_cpu_bound(tmp_path: Path) -> None:
+    with running_testbed("wbc-", nodes=2, topology="direct", cables=2, half_rate_bps=400 * 10**9) as (_, remote):
+        code, data = bench(remote, tmp_path, "tcp-halves", "--seconds", "4")
+    assert code == 0, data
+    [rung] = data["rungs"]  # type: ignore[misc]
+    line = sum(f["line_rate_gbps"] for f in rung["flows"])
+    assert rung["forward_gbps"] < 0.5 * line, rung  # nowhere near 1.6 Tb/s
+    assert rung["ceiling"]["name"] == "cpu", rung["ceiling"]
+    assert max(c["busy_percent"] for c in rung["wire"]["busiest_core"].values()) >= 90
+    assert iperf3_left() == []
+
+
+def test_a_node_lost_mid_run_keeps_the_finished_rungs_and_leaves_nothing_running(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from wirespeed.testbed import system
+
+    with running_testbed("wbk-", nodes=2, topology="direct", cables=1, half_rate_bps=10**9) as (_, remote):
+        outcome: dict[str, object] = {}
+
+        def climb() -> None:
+            outcome["code"], outcome["data"] = bench(remote, tmp_path, "tcp", "--seconds", "3")
+
+        runner = threading.Thread(target=climb)
+        runner.start()
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob("*/tcp-single.json")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert list(tmp_path.glob("*/tcp-single.json")), "the first rung never finished"
+        time.sleep(1.0)  # tcp-multi is under way
+        sshd = [pid for pid in system.netns_pids("wbk-2") if Path(f"/proc/{pid}/comm").read_text().strip() == "sshd"]
+        assert sshd
+        system.kill_pids(sshd)  # the listener and every session: wbk-2 is gone for ssh
+        runner.join(timeout=120)
+        assert not runner.is_alive()
+        assert iperf3_left() == []
+        assert system.netns_pids("wbk-2") == [] or all(
+            Path(f"/proc/{pid}/comm").read_text().strip() not in ("iperf3", "python3", "wirespeed")
+            for pid in system.netns_pids("wbk-2")
+        )
+    data = outcome["data"]
+    assert outcome["code"] == 1, data
+    rungs = {r["rung"]: r for r in data["rungs"]}  # type: ignore[index]
+    assert rungs["tcp-single"]["status"] == "ran" and rungs["tcp-single"]["forward_gbps"] > 0.5
+    assert rungs["tcp-multi"]["status"] == "failed" and "wbk-2" in rungs["tcp-multi"]["reason"]
+    assert rungs["tcp-halves"]["status"] in ("failed", "skipped") and "wbk-2" in rungs["tcp-halves"]["reason"]
+    run = next(tmp_path.iterdir())
+    assert json.loads((run / "tcp-single.json").read_text())["status"] == "ran"
+    assert (run / "takeaway.json").exists()

@@ -189,6 +189,8 @@ class NodeFacts:
     def line_rate_gbps(self, name: str) -> float | None:
         """What the interface can carry per direction: its link speed, or a shaping qdisc's rate if lower."""
         netdev = self.netdev(name)
+        if name in self.shaped_bps and netdev is not None and netdev.driver == "veth":
+            return self.shaped_bps[name] / 1e9  # a veth's 10000 Mb/s is a placeholder it does not enforce
         rates = [netdev.speed_mbps / 1000] if netdev and isinstance(netdev.speed_mbps, int) else []
         if name in self.shaped_bps:
             rates.append(self.shaped_bps[name] / 1e9)

@@ -236,8 +236,9 @@ def diagnose(
     result: RungResult, single_flow: bool = False, halves_available: int = 0, defaults: Sequence[str] = ()
 ) -> Ceiling:
     """The ceiling of a rung that ran, first match wins: loss, degraded, wire (or half-port when halves of the
-    cabled ports stayed idle), defaults (the checks found MTU or buffers at their defaults), cpu, single-flow,
-    half-port. `defaults` is the checks' evidence, one line each."""
+    cabled ports stayed idle), defaults (the checks found the MTU at its default while a core saturated, or MTU or
+    buffers at their defaults with no core saturated), cpu, single-flow, half-port. `defaults` is the checks'
+    evidence, one line each, starting with the check id."""
     flows = [f for f in result.flows if f.tool_gbps is not None]
     if not flows:
         return Ceiling("unknown", ("no flow finished",))
@@ -280,9 +281,14 @@ def diagnose(
             return Ceiling("half-port", (f"{share} on {len(used)} of {halves_available} cabled halves: the rest idle",))
         return Ceiling("wire", (f"{share} on every cabled half ({len(used)})",))
     hot = {node: core for node, core in result.wire.busiest_core.items() if core[1] >= CPU_SATURATED}
-    if defaults:
+    # MTU 1500 makes the CPU handle six times the packets of 9000: with a saturated core, that is the cause to fix.
+    # Small buffers limit TCP without heating a core; with a core saturated and jumbo frames, the CPU is the limit.
+    mtu = [line for line in defaults if line.startswith("mtu.")]
+    if hot and mtu:
         cores = ", ".join(f"{node} core {c} at {b:.0f}%" for node, (c, b) in sorted(hot.items()))
-        return Ceiling("defaults", (*defaults, *([f"and the CPU ran hot: {cores}"] if cores else [])))
+        return Ceiling("defaults", (*mtu, f"and the CPU ran hot: {cores}"))
+    if defaults and not hot:
+        return Ceiling("defaults", tuple(defaults))
     if hot:
         shown = ", ".join(f"{node} core {c} at {b:.0f}%" for node, (c, b) in sorted(hot.items()))
         return Ceiling("cpu", (f"{shown} while the wire ran below {WIRE_FRACTION:.0%} of line rate",))

@@ -153,7 +153,7 @@ def plan_nccl(
     for node in nodes:
         gpus = facts[node].gpus
         if isinstance(gpus, Unknown):
-            return NotRunnable(f"{node}: GPUs unknown ({gpus.reason})", "install the NVIDIA driver (nvidia-smi)")
+            return NotRunnable(f"{node}: no GPU found ({gpus.reason})", "install the NVIDIA driver (nvidia-smi)")
         if not gpus:
             return NotRunnable(f"{node} has no GPU", "run the nccl rung on GPU nodes only")
         path, detail = _tool_path(facts[node], binary)

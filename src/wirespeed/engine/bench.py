@@ -212,11 +212,17 @@ def run_tcp(
             for thread in threads:
                 thread.join()
         finally:
-            for server in servers:
-                server.stop(grace_s=3.0)
+            stopped = [server.stop(grace_s=3.0) for server in servers]
         for i, (flow, stdout, error) in enumerate(outcomes):
             run_dir.write_text(f"{rung}/iperf3-{i}-{flow.source[0]}-{flow.source[1]}.json", stdout)
-            results += _flow_results(flow, stdout, error)
+            found = _flow_results(flow, stdout, error)
+            server = stopped[i] if i < len(stopped) else None
+            where = f"{flow.source[0]} -> {flow.target[0]} {flow.target[1]}"
+            for r in found:
+                if r.tool_gbps is None:
+                    beside = f" ({server.message})" if server is not None and not server.ok else ""
+                    r = replace(r, error=f"{where}: {r.error}{beside}")
+                results.append(r)
     figures = recorder.figures(since=1.0)
     result = RungResult(rung, "ran", flows=tuple(results), wire=figures, seconds=time.monotonic() - started)
     failed = [r for r in results if r.tool_gbps is None]
@@ -246,5 +252,5 @@ def rdma_not_runnable(discovery: Discovery) -> tuple[str, str | None]:
     """Why the RDMA rungs do not run here, and the fix."""
     if not any(f.rdma for f in discovery.facts.values()):
         reasons = sorted({f.rdma_absent_reason for f in discovery.facts.values() if f.rdma_absent_reason})
-        return f"no RDMA devices on the nodes ({'; '.join(reasons) or 'none found'})", "RDMA NICs (RoCE or InfiniBand)"
+        return "; ".join(reasons) or "no RDMA devices on the nodes", "RDMA NICs (RoCE or InfiniBand)"
     return "this version does not run perftest yet", None

@@ -145,3 +145,12 @@ def test_checks_at_defaults_name_the_defaults_ceiling_with_the_cpu_as_corroborat
     assert ceiling.evidence == (evidence[0], "and the CPU ran hot: s1 core 3 at 97%")
     at_wire = diagnose(ran((P1H0, 0.97), (P1H1, 0.96)), halves_available=2, defaults=evidence)
     assert at_wire.name == "wire"  # defaults that did not hold the rung back are not its ceiling
+
+
+def test_small_buffers_are_the_ceiling_only_while_no_core_is_saturated() -> None:
+    buffers = ["sysctl.tcp: TCP buffers or backlog below the 200G tuning on s1"]
+    cool = diagnose(ran((P1H0, 0.4), (P1H1, 0.41)), halves_available=2, defaults=buffers)
+    assert cool.name == "defaults" and cool.evidence == tuple(buffers)
+    busy = WireFigures(busiest_core={"s2": (0, 100.0)})
+    hot = diagnose(ran((P1H0, 0.4), (P1H1, 0.41), wire=busy), halves_available=2, defaults=buffers)
+    assert hot.name == "cpu" and "s2 core 0 at 100%" in hot.evidence[0]
