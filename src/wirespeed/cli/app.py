@@ -436,8 +436,9 @@ def bench_cmd(
     Results go to RUNS/<timestamp>/ as they come; a rung that cannot run says why and how to fix it."""
     from wirespeed.core.ladder import RungResult, takeaway
     from wirespeed.core.nccl import NcclOptions
+    from wirespeed.core.rdma import RdmaOptions
     from wirespeed.core.units import parse_size_bytes
-    from wirespeed.engine import bench, discover, nccl
+    from wirespeed.engine import bench, discover, nccl, rdma
 
     out = ctx.output(json_mode)
     chosen = [c.strip() for c in collectives.split(",") if c.strip()]
@@ -482,9 +483,11 @@ def bench_cmd(
                 out.message(f"wirespeed: {rung} ...")
                 keep(bench.run_tcp(remote, found, rung, options, run_dir, defaults))
             if what in ("rdma", "ladder"):
-                reason, fix = bench.rdma_not_runnable(found)
-                for rung in ("rdma-bw", "rdma-lat"):
-                    keep(RungResult(rung, "skipped", reason, fix))
+                rdma_options = RdmaOptions(seconds=seconds, bidir=bidir)
+                out.message("wirespeed: rdma-bw ...")
+                keep(rdma.run_rdma_bw(remote, found, rdma_options, run_dir))
+                out.message("wirespeed: rdma-lat ...")
+                keep(rdma.run_rdma_lat(remote, found, rdma_options, run_dir))
             if what in ("nccl", "ladder"):
                 for collective in chosen:
                     out.message(f"wirespeed: {nccl.rung_name(collective)} ...")

@@ -246,11 +246,3 @@ def _flow_results(flow: Flow, stdout: str, error: str | None) -> list[FlowResult
                           target_address=flow.source_address)  # fmt: skip
         found.append(FlowResult(reverse, "reverse", parsed.reverse_receiver_gbps))
     return found
-
-
-def rdma_not_runnable(discovery: Discovery) -> tuple[str, str | None]:
-    """Why the RDMA rungs do not run here, and the fix."""
-    if not any(f.rdma for f in discovery.facts.values()):
-        reasons = sorted({f.rdma_absent_reason for f in discovery.facts.values() if f.rdma_absent_reason})
-        return "; ".join(reasons) or "no RDMA devices on the nodes", "RDMA NICs (RoCE or InfiniBand)"
-    return "this version does not run perftest yet", None
