@@ -132,3 +132,20 @@ def test_a_node_lost_mid_run_keeps_the_finished_rungs_and_leaves_nothing_running
     run = next(tmp_path.iterdir())
     assert json.loads((run / "tcp-single.json").read_text())["status"] == "ran"
     assert (run / "takeaway.json").exists()
+
+
+def test_compare_flags_a_run_with_a_degraded_half(bed: Remote, tmp_path: Path) -> None:
+    code, healthy = bench(bed, tmp_path, "tcp-halves", "--seconds", "3")
+    assert code == 0, healthy
+    build.fault("wbn-", "wbn-1", "enP2p1s0f1np1", build.Fault(rate_bps=200_000_000))
+    try:
+        bench(bed, tmp_path, "tcp-halves", "--seconds", "3")
+    finally:
+        build.revert("wbn-", "wbn-1", "enP2p1s0f1np1")
+    first, second = sorted(p for p in tmp_path.iterdir() if p.is_dir())
+    env = Environment(stdout=io.StringIO(), stderr=io.StringIO(), width=160)
+    code = main(["compare", str(first), str(second), "--runs", str(tmp_path), "--json"], env)
+    data = json.loads(env.stdout.getvalue())  # type: ignore[attr-defined]
+    assert code == 1, data
+    [change] = [c for c in data["changes"] if c["measure"] == "forward_gbps"]
+    assert change["worse"] and change["change_percent"] < -15, change  # 4 x 1 Gb/s -> 3 x 1 + 0.2

@@ -508,6 +508,126 @@ def bench_cmd(
     raise SystemExit(1 if any(r.status == "failed" for r in results) else 0)
 
 
+# ---------------------------------------------------------------------------------------- runs, compare, baseline
+RUNS_OPTION = click.option(
+    "--runs", "runs_dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
+    help="Where run directories are.",
+)  # fmt: skip
+
+
+def _headline(rung: dict[str, Any]) -> dict[str, Any]:
+    ceiling = rung.get("ceiling")
+    return {
+        "status": rung.get("status"),
+        "forward_gbps": rung.get("forward_gbps"),
+        "ceiling": ceiling.get("name") if isinstance(ceiling, dict) else None,
+    }
+
+
+@cli.command("runs")
+@RUNS_OPTION
+@json_option
+@pass_ctx
+def runs_cmd(ctx: Ctx, runs_dir: Path, json_mode: bool) -> None:
+    """The runs `wirespeed bench` left, oldest first: date, nodes, and each rung's headline and ceiling."""
+    from rich.table import Table
+
+    from wirespeed.engine.runs import BASELINE, list_runs
+
+    out = ctx.output(json_mode)
+    found = list_runs(runs_dir)
+    marker = runs_dir / BASELINE
+    base = marker.read_text().strip() if marker.exists() else None
+    rows = [
+        {
+            "run": info.path.name,
+            "baseline": info.path.name == base,
+            "nodes": list(info.nodes),
+            "rungs": {name: _headline(r) for name, r in info.rungs.items()},
+        }
+        for info in found
+    ]
+    if json_mode:
+        out.data(rows)
+        return
+    if not rows:
+        out.message(f"wirespeed: no runs in {runs_dir} (wirespeed bench writes them)")
+        return
+    table = Table("run", "nodes", "headline")
+    for info in found:
+        parts = []
+        for name, rung in info.rungs.items():
+            head = _headline(rung)
+            value = head["forward_gbps"]
+            parts.append(
+                f"{name} {value:.2f} Gb/s ({head['ceiling']})" if value is not None else f"{name} {head['status']}"
+            )
+        mark = " (baseline)" if info.path.name == base else ""
+        table.add_row(info.path.name + mark, ", ".join(info.nodes), "; ".join(parts))
+    out.console.print(table)
+
+
+@cli.group("baseline", context_settings=CONTEXT)
+def baseline_group() -> None:
+    """The run `compare` measures against by default."""
+
+
+@baseline_group.command("set")
+@click.argument("run", type=click.Path(path_type=Path))
+@RUNS_OPTION
+@pass_ctx
+def baseline_set(ctx: Ctx, run: Path, runs_dir: Path) -> None:
+    """Mark RUN as the baseline."""
+    from wirespeed.engine.runs import set_baseline
+
+    marker = set_baseline(runs_dir, run if run.exists() else runs_dir / run)
+    ctx.output(False).message(f"wirespeed: baseline is {marker.read_text().strip()} ({marker})")
+
+
+@cli.command("compare")
+@click.argument("runs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--threshold", type=click.FloatRange(0, 100), default=5.0, show_default=True,
+              help="Percent a figure may drop before it counts as worse.")  # fmt: skip
+@RUNS_OPTION
+@json_option
+@pass_ctx
+def compare_cmd(ctx: Ctx, runs: tuple[Path, ...], threshold: float, runs_dir: Path, json_mode: bool) -> None:
+    """What changed between two runs (RUN_A RUN_B, or the baseline and RUN_B), per rung and per message size.
+    Exit status 1 when a figure dropped by more than the threshold or a rung that ran no longer does."""
+    from rich.table import Table
+
+    from wirespeed.core.compare import compare_runs, regressions
+    from wirespeed.engine.runs import baseline, load_run
+
+    if len(runs) not in (1, 2):
+        raise UsageError("compare takes RUN_A RUN_B, or RUN_B alone to compare with the baseline",
+                         hint="wirespeed runs lists them")  # fmt: skip
+    out = ctx.output(json_mode)
+    first, second = (baseline(runs_dir), runs[0]) if len(runs) == 1 else runs
+    before, after = load_run(first), load_run(second)
+    changes = compare_runs(before.rungs, after.rungs)
+    worse = regressions(changes, threshold)
+    if json_mode:
+        out.data({
+            "before": str(before.path), "after": str(after.path), "threshold_percent": threshold,
+            "changes": [{"rung": c.rung, "measure": c.measure, "before": c.before, "after": c.after,
+                         "change_percent": c.percent, "status_before": c.status_before,
+                         "status_after": c.status_after, "worse": c in worse} for c in changes],
+        })  # fmt: skip
+    else:
+        table = Table("rung", "measure", before.path.name, after.path.name, "change", title=f"worse: > {threshold:g}%")
+        for c in changes:
+            shown = "-" if c.percent is None else f"{c.percent:+.1f}%"
+            if c.status_before != c.status_after:
+                shown += f" ({c.status_before} -> {c.status_after})"
+            style = "red" if c in worse else None
+            table.add_row(c.rung, c.measure, "-" if c.before is None else f"{c.before:.3f}",
+                          "-" if c.after is None else f"{c.after:.3f}", shown, style=style)  # fmt: skip
+        out.console.print(table)
+        out.message(f"wirespeed: {len(worse)} figure(s) worse by more than {threshold:g}%")
+    raise SystemExit(1 if worse else 0)
+
+
 # --------------------------------------------------------------------------------------------------------- watch
 @cli.command("watch", context_settings={**CONTEXT, "ignore_unknown_options": True})
 @cluster_options
