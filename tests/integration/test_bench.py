@@ -72,7 +72,8 @@ def test_bidir_counts_both_directions_and_reaches_the_wire_each_way(bed: Remote,
     [rung] = data["rungs"]  # type: ignore[misc]
     directions = [f["direction"] for f in rung["flows"]]
     assert directions.count("forward") == 4 and directions.count("reverse") == 4
-    assert rung["forward_gbps"] >= 0.95 * 4.0 and rung["reverse_gbps"] >= 0.95 * 4.0, rung
+    # 0.9: eight shaped flows at once on a two-core CI machine; a halved duplex figure would be near 0.5
+    assert rung["forward_gbps"] >= 0.9 * 4.0 and rung["reverse_gbps"] >= 0.9 * 4.0, rung
     assert rung["full_duplex_gbps"] == rung["forward_gbps"] + rung["reverse_gbps"]
     # the wire saw both directions on each half, at the line rate
     rx = [v for k, v in rung["wire"]["rx_gbps"].items() if k.startswith("wbn-1:")]

@@ -498,3 +498,22 @@ def test_the_json_file() -> None:
     with pytest.raises(ValueError, match="not nccl-tests JSON"):
         parse_json('{"start": {}, "end": {}}')
     assert not looks_like(JSON_RUN)  # looks_like speaks for parse_text, the stdout reader
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"nccl_version": 22809, "results": True},
+        {"nccl_version": 22809, "results": {"size": 8}},
+        {"config": {"devices": 3}, "results": []},
+        {"config": {}, "args": {"0": "all_reduce_perf"}},
+    ],
+)
+def test_json_of_another_layout_is_a_value_error_not_a_crash(doc: dict[str, Any]) -> None:
+    """Valid JSON that is not the -J layout must fail the way every other bad input does."""
+    try:
+        result = parse_json(json.dumps(doc))
+    except ValueError as exc:
+        assert "nccl-tests JSON" in str(exc)
+    else:
+        assert result.rows == ()

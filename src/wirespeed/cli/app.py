@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from wirespeed import __version__
+from wirespeed.cli.importing import import_cmd
 from wirespeed.cli.output import Environment, Output
 from wirespeed.core.errors import UsageError, WirespeedError
 from wirespeed.core.outcome import worst_exit_status
@@ -1013,6 +1014,9 @@ def testbed_exec(ctx: Ctx, prefix: str, node: str, command: tuple[str, ...]) -> 
     state.plan.node(node)
     completed = subprocess.run(build.node_argv(state, node, list(command)), check=False)
     raise SystemExit(completed.returncode)
+
+
+cli.add_command(import_cmd)
 
 
 # ------------------------------------------------------------------------------------------------- entry points

@@ -555,8 +555,11 @@ def parse_json(text: str) -> NcclTestsResult:
         raise ValueError(f"not nccl-tests JSON (line {getattr(exc, 'lineno', 1)}: {exc.__class__.__name__})") from None
     if not isinstance(data, dict) or not ({"results", "config"} & set(data)):
         raise ValueError("not nccl-tests JSON: no results or config object (line 1)")
+    results = data.get("results") or []
+    if not isinstance(results, list):
+        raise ValueError("not nccl-tests JSON: `results` is not a list (line 1)")
     rows: list[Row] = []
-    for item in data.get("results") or []:
+    for item in results:
         if not isinstance(item, dict):
             continue
         size, count = _json_int(item.get("size")), _json_int(item.get("count"))
@@ -577,10 +580,13 @@ def parse_json(text: str) -> NcclTestsResult:
             )
         )
     args = data.get("args") or []
+    if not isinstance(args, list):
+        args = [args] if isinstance(args, str) else []
     binary = _BINARY.search(str(args[0]).rsplit("/", 1)[-1]) if args else None
     config = data.get("config")
     config = config if isinstance(config, dict) else {}
-    devices = [d for d in config.get("devices") or [] if isinstance(d, dict)]
+    listed = config.get("devices")
+    devices = [d for d in listed if isinstance(d, dict)] if isinstance(listed, list) else []
     per_process = (_json_int(config.get("nthreads")) or 1) * (_json_int(config.get("ngpus")) or 1)
     groups = [d.get("group") for d in devices]
     ranks = None
