@@ -3,7 +3,7 @@
 Today: bring a two-node, two-cable Spark testbed up, show every node and interface, reach every node through
 the cluster file over ssh (host names, the agent's version), discover every node and the cabling with the
 active probe, run the checks, fix what can be fixed, check again, climb the bandwidth ladder (the takeaway table;
-results in runs/), and tear it all down.
+results in runs/), write the run's HTML report, and tear it all down.
 Each later capability adds its step here until this is the full commissioning run with its report.
 """
 
@@ -44,6 +44,8 @@ def run() -> int:
         # devices, no GPU) rather than inventing a figure. Results stay in runs/<timestamp>/.
         failures += step("the bandwidth ladder, each rung's ceiling with evidence", "bench", "ladder", *cluster,
                          "--seconds", "3") != 0  # fmt: skip
+        # The report of that run: one self-contained HTML file beside its results.
+        failures += step("the report: takeaway, rungs with evidence, plots, checks, cabling", "report") != 0
     finally:
         failures += step("tear everything down", "testbed", "down", "--prefix", prefix) != 0
     print(f"\ndemo: {'ok' if not failures else f'{failures} step(s) failed'}")

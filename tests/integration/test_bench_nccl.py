@@ -67,3 +67,18 @@ def test_without_forcing_the_ranks_talk_over_p2p_and_no_network_is_named(tmp_pat
     assert rung["ceiling"]["name"] == "unknown"
     assert "no network in the path" in rung["ceiling"]["evidence"][0]
     assert left_running() == []
+
+
+def test_the_report_of_a_real_nccl_run_plots_busbw_against_message_size(tmp_path: Path) -> None:
+    code, data = bench_nccl(tmp_path, "--collectives", "all_reduce", "--max-size", "64M", "--env", "NCCL_NVLS_ENABLE=0")
+    assert code == 0, data
+    run = Path(str(data["run"]))
+    out = io.StringIO()
+    assert main(["report", str(run), "--format", "md"], Environment(stdout=out, stderr=io.StringIO())) == 0
+    text = out.getvalue()
+    rows = data["rungs"][0]["collective"]["rows"]  # type: ignore[index]
+    assert "| 64 MiB |" in text and f"{rows[-1]['busbw_GBps']:.2f}" in text
+    assert main(["report", str(run)], Environment(stdout=io.StringIO(), stderr=io.StringIO())) == 0
+    page = (run / "report.html").read_text()
+    assert "NCCL bus bandwidth against message size" in page and "<polyline" in page
+    assert "GPU 0" in page  # the environment names the GPUs and their driver

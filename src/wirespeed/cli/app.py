@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections.abc import Sequence
@@ -440,6 +441,7 @@ def bench_cmd(
     from wirespeed.core.rdma import RdmaOptions
     from wirespeed.core.units import parse_size_bytes
     from wirespeed.engine import bench, discover, nccl, rdma
+    from wirespeed.engine import checks as check_engine
 
     out = ctx.output(json_mode)
     chosen = [c.strip() for c in collectives.split(",") if c.strip()]
@@ -469,6 +471,10 @@ def bench_cmd(
     except OSError as exc:
         raise WirespeedError(f"{runs_dir}: cannot write the run directory: {exc.strerror or exc}") from None
     run_dir.write_json("discovery.json", found.to_json())
+    # The checks as this discovery saw them (passive: the active ones ping and ssh, `wirespeed check` runs those),
+    # so the run's report shows what the cluster looked like when it was measured.
+    recorded = check_engine.run_checks(found, check_engine.select([], [])).to_json()
+    run_dir.write_json("checks.json", {**recorded, "active": False})
     results: list[RungResult] = []
 
     def keep(result: RungResult) -> None:
@@ -627,6 +633,47 @@ def compare_cmd(ctx: Ctx, runs: tuple[Path, ...], threshold: float, runs_dir: Pa
         out.console.print(table)
         out.message(f"wirespeed: {len(worse)} figure(s) worse by more than {threshold:g}%")
     raise SystemExit(1 if worse else 0)
+
+
+@cli.command("report")
+@click.argument("run", required=False, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["html", "md", "json"]), default="html", show_default=True)
+@click.option("-o", "--output", "output", type=click.Path(path_type=Path), default=None,
+              help="File to write ('-': stdout). Default: RUN/report.html, or stdout for md and json.")  # fmt: skip
+@RUNS_OPTION
+@pass_ctx
+def report_cmd(ctx: Ctx, run: Path | None, fmt: str, output: Path | None, runs_dir: Path) -> None:
+    """The report of one run (default: the newest under --runs): the takeaway first, every rung with its ceiling
+    and evidence, plots of the wire and the CPUs over time, NCCL busbw against message size, each half's
+    bandwidth, the checks, discovery and cabling, the environment. HTML is one self-contained file."""
+    from wirespeed.engine.report import load_report
+    from wirespeed.engine.runs import list_runs
+    from wirespeed.ui import report as view
+
+    out = ctx.output(False)
+    if run is None:
+        found = list_runs(runs_dir)
+        if not found:
+            raise UsageError(f"no runs in {runs_dir}", hint="wirespeed bench, or give a run directory")
+        run = found[-1].path
+    elif not run.exists() and (runs_dir / run).is_dir():
+        run = runs_dir / run
+    report = load_report(run)
+    if fmt == "json":
+        text = json.dumps(report.to_json(), indent=2) + "\n"
+    else:
+        text = view.html(report) if fmt == "html" else view.markdown(report)
+    target = output if output is not None else (run / "report.html" if fmt == "html" else Path("-"))
+    if str(target) == "-":
+        out.env.stdout.write(text)
+        out.env.stdout.flush()
+        return
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise WirespeedError(f"{target}: cannot write the report: {exc.strerror or exc}",
+                             hint="-o FILE somewhere writable") from None  # fmt: skip
+    out.message(f"wirespeed: report of {run.name} in {target}")
 
 
 # --------------------------------------------------------------------------------------------------------- watch

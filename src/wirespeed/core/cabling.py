@@ -8,8 +8,9 @@ without a probe, the address plan) and returns the map with findings for a perso
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from wirespeed.core.facts import NodeFacts
 
@@ -208,3 +209,27 @@ def _two_halves(facts: Mapping[str, NodeFacts], node: str, port_label: str) -> b
     if node_facts is None:
         return False
     return any(p.label == port_label and len(p.halves) == 2 for p in node_facts.ports)
+
+
+def _port_link(raw: Mapping[str, Any]) -> PortLink:
+    halves = tuple((str(a), str(b)) for a, b in raw.get("halves") or [])
+    return PortLink(str(raw["a_node"]), str(raw["a_port"]), str(raw["b_node"]), str(raw["b_port"]), halves)
+
+
+def cabling_from_json(data: Mapping[str, Any]) -> CablingMap:
+    """Rebuild the map from its JSON (discovery.json's `cabling`), for reading a run back."""
+
+    def end(raw: Sequence[str]) -> End:
+        return (str(raw[0]), str(raw[1]))
+
+    return CablingMap(
+        method=str(data.get("method", "")),
+        topology=str(data.get("topology", "none")),
+        cables=data.get("cables"),
+        links=tuple((end(a), end(b)) for a, b in data.get("links") or []),
+        port_links=tuple(_port_link(p) for p in data.get("port_links") or []),
+        unpaired=tuple(end(u) for u in data.get("unpaired") or []),
+        findings=tuple(
+            Finding(str(f["severity"]), str(f["message"]), f.get("hint")) for f in data.get("findings") or []
+        ),
+    )

@@ -46,8 +46,20 @@ def layout_from_facts(facts: NodeFacts) -> NodeLayout:
     interface shows every interface that is up, so that `watch --hosts localhost` shows something."""
 
     def line_rate(halves: Sequence[str]) -> float | None:
+        """The port's capacity per direction: its halves' rates added, capped by the PHY's link speed. A real
+        port's halves both report the one PHY's speed (200 + 200 capped at 200); halves shaped below it, or the
+        emulated cluster's veth halves, each carry their own rate (1 + 1 = 2)."""
         speeds = [rate for h in halves if (rate := facts.line_rate_gbps(h)) is not None]
-        return max(speeds) if speeds else None
+        if not speeds:
+            return None
+        phys = [
+            netdev.speed_mbps / 1000
+            for h in halves
+            if (netdev := facts.netdev(h)) is not None
+            and isinstance(netdev.speed_mbps, int)
+            and not (netdev.driver == "veth" and h in facts.shaped_bps)  # a shaped veth's speed is a placeholder
+        ]
+        return min(sum(speeds), max(phys)) if phys else sum(speeds)
 
     def cabled(name: str) -> bool:
         netdev = facts.netdev(name)

@@ -59,3 +59,13 @@ def parse_size_bytes(text: str) -> int:
     if not match or int(match.group(1)) <= 0:
         raise UsageError(f"not a size: {text!r}", hint="use bytes or K, M, G (binary, as nccl-tests does): 64M, 8G")
     return int(match.group(1)) * _BINARY[match.group(2).lower()]
+
+
+def format_size_bytes(size_bytes: int | None) -> str:
+    """Message sizes as nccl-tests and perftest users read them: binary units."""
+    if size_bytes is None:
+        return "-"
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size_bytes >= scale and size_bytes % scale == 0:
+            return f"{size_bytes // scale} {unit}"
+    return f"{size_bytes} B"

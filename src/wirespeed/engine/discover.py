@@ -10,13 +10,21 @@ import secrets
 import shutil
 import tarfile
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from wirespeed.adapters.source import SnapshotSource
 from wirespeed.adapters.source import archive as pack_snapshot
-from wirespeed.core.cabling import CablingMap, Heard, build_map, edges_from_addresses, edges_from_probe
+from wirespeed.core.cabling import (
+    CablingMap,
+    Heard,
+    build_map,
+    cabling_from_json,
+    edges_from_addresses,
+    edges_from_probe,
+)
 from wirespeed.core.errors import WirespeedError
 from wirespeed.core.facts import NodeFacts, facts_from_json, to_jsonable
 from wirespeed.engine.collect import collect
@@ -40,6 +48,16 @@ class Discovery:
             "errors": self.errors,
             "probe_errors": self.probe_errors,
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Discovery:
+        """Read back what `to_json` wrote (a run's discovery.json)."""
+        return cls(
+            facts={name: facts_from_json(raw) for name, raw in (data.get("nodes") or {}).items()},
+            cabling=cabling_from_json(data.get("cabling") or {}),
+            errors=dict(data.get("errors") or {}),
+            probe_errors={k: dict(v) for k, v in (data.get("probe_errors") or {}).items()},
+        )
 
 
 def _parse_json(text: str, what: str) -> dict[str, Any]:

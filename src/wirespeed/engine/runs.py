@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wirespeed.core import imported
 from wirespeed.core.errors import UsageError
 
 BASELINE = "BASELINE"  # a file in the runs folder holding the baseline run's directory name
-NOT_RUNGS = frozenset({"discovery.json", "takeaway.json"})
+NOT_RUNGS = frozenset({"discovery.json", "takeaway.json", "checks.json"})
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,8 @@ def _read_json(path: Path) -> Any:
 
 
 def load_run(path: Path) -> RunInfo:
-    """A run's rung results by name, in the order they were written, and the nodes its discovery saw."""
+    """A run's rung results by name, in the order they were written, then those its imported results stand for,
+    and the nodes its discovery saw."""
     if not path.is_dir():
         raise UsageError(f"{path}: no such run directory", hint="`wirespeed runs` lists them")
     files = sorted((p for p in path.glob("*.json") if p.name not in NOT_RUNGS), key=lambda p: p.stat().st_mtime_ns)
@@ -40,6 +42,10 @@ def load_run(path: Path) -> RunInfo:
         data = _read_json(file)
         if isinstance(data, dict) and "rung" in data:
             rungs[str(data["rung"])] = data
+    for stem, obj in load_imported(path):
+        rung = imported.as_rung(stem, obj)
+        if rung is not None:
+            rungs[rung["rung"]] = rung
     if not rungs:
         raise UsageError(f"{path}: no rung results in it", hint="`wirespeed runs` lists the runs")
     discovery = path / "discovery.json"
@@ -48,6 +54,16 @@ def load_run(path: Path) -> RunInfo:
         found = _read_json(discovery)
         nodes = tuple(sorted(found.get("nodes", {}))) if isinstance(found, dict) else ()
     return RunInfo(path, nodes, rungs)
+
+
+def load_imported(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """What `wirespeed import --into` left in the run: (file stem, import object), in name order."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    for file in sorted((path / "imported").glob("*.json")):
+        data = _read_json(file)
+        if isinstance(data, dict) and "tool" in data:
+            found.append((file.name.removesuffix(".json"), data))
+    return found
 
 
 def list_runs(root: Path) -> list[RunInfo]:

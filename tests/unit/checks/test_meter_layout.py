@@ -86,6 +86,7 @@ def test_a_shaping_qdisc_below_the_link_speed_is_the_line_rate() -> None:
 
     shaped = dataclasses.replace(spark("s1", 10), shaped_bps={P1H0: 10**9, P1H1: 10**9})
     assert shaped.line_rate_gbps(P1H0) == 1.0
-    assert layout_from_facts(shaped).cables[0].line_rate_gbps == 1.0
+    assert layout_from_facts(shaped).cables[0].line_rate_gbps == 2.0  # each half shaped on its own: 1 + 1
+    assert layout_from_facts(spark("s1", 10)).cables[0].line_rate_gbps == 200.0  # one PHY, not 200 + 200
     faster = dataclasses.replace(spark("s1", 10), shaped_bps={P1H0: 10**12})
     assert faster.line_rate_gbps(P1H0) == 200.0  # a qdisc above the link speed changes nothing

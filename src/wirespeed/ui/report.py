@@ -1,0 +1,496 @@
+"""A run's report as Markdown (to paste into an issue or a wiki) and as one self-contained HTML file (styles and
+plots inline, no scripts, nothing fetched when it is opened). Both in the order a person reads: the takeaway
+first, then every rung with its ceiling and evidence, the checks, the discovery and cabling, the environment.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+from wirespeed import __version__
+from wirespeed.core.imported import summary
+from wirespeed.core.report import RunReport, collectives, halves
+from wirespeed.core.timeline import CableSeries, RungSpan, Timeline
+from wirespeed.core.units import format_size_bytes
+from wirespeed.engine.discover import Discovery
+from wirespeed.ui import svg
+from wirespeed.ui.discovery import cabling_diagram, node_summary
+
+TAKEAWAY_COLUMNS = ("rung", "result", "full duplex", "busiest core", "ceiling", "why")
+NETDEV_NOTE = "kernel netdev counters: RDMA traffic is not in them (no PHY counters on these interfaces)"
+
+
+# ------------------------------------------------------------------------------------------------ shared pieces
+
+
+def _gbps(value: Any) -> str:
+    return f"{value:.2f} Gb/s" if isinstance(value, int | float) else "-"
+
+
+def _num(value: Any, digits: int = 2) -> str:
+    return f"{value:.{digits}f}" if isinstance(value, int | float) else "-"
+
+
+def _figures(rung: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The rung's headline figures with their units and what they mean."""
+    both = rung.get("reverse_gbps") is not None or rung.get("collective") is not None
+    shown = [
+        ("per direction (forward)", _gbps(rung.get("forward_gbps"))),
+        ("reverse", _gbps(rung.get("reverse_gbps"))),
+        ("full duplex (both directions added)", _gbps(rung.get("full_duplex_gbps")) if both else "-"),
+    ]
+    if isinstance(rung.get("seconds"), int | float):
+        shown.append(("ran for", f"{rung['seconds']:.1f} s"))
+    return [(k, v) for k, v in shown if v != "-"]
+
+
+def _collective_rows(rung: Mapping[str, Any]) -> list[list[str]]:
+    collective = rung.get("collective")
+    if not isinstance(collective, Mapping):
+        return []
+    return [
+        [
+            format_size_bytes(row.get("size_bytes")),
+            _num(row.get("time_us"), 1),
+            _num(row.get("algbw_GBps")),
+            _num(row.get("busbw_GBps")),
+            _num(row["busbw_GBps"] * 8 if isinstance(row.get("busbw_GBps"), int | float) else None),
+        ]
+        for row in collective.get("rows") or []
+        if isinstance(row, Mapping)
+    ]
+
+
+COLLECTIVE_COLUMNS = ("size", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "busbw per direction (Gb/s)")
+
+
+def _collective_facts(rung: Mapping[str, Any]) -> list[tuple[str, str]]:
+    c = rung.get("collective")
+    if not isinstance(c, Mapping):
+        return []
+    shown = [
+        ("collective", str(c.get("collective") or "-")),
+        ("ranks", str(c.get("ranks") or "-")),
+        ("transport", str(c.get("transport") or "-")),
+        ("GPUDirect RDMA", {True: "yes", False: "no"}.get(c.get("gdr"), "-")),  # type: ignore[arg-type]
+        ("socket interfaces", ", ".join(c.get("socket_interfaces") or []) or "-"),
+        ("RDMA devices", ", ".join(c.get("ib_devices") or []) or "-"),
+        ("NCCL", str(c.get("nccl_version") or "-")),
+        ("figures from", str(c.get("figures_from") or "-")),
+    ]
+    peak = c.get("peak_busbw_GBps")
+    if isinstance(peak, int | float):
+        shown.append(("peak busbw", f"{peak:.2f} GB/s at {format_size_bytes(c.get('peak_at_bytes'))}"))
+    return [(k, v) for k, v in shown if v != "-"]
+
+
+def _wire_rows(rung: Mapping[str, Any]) -> list[list[str]]:
+    wire = rung.get("wire")
+    if not isinstance(wire, Mapping):
+        return []
+    tx, rx = wire.get("tx_gbps") or {}, wire.get("rx_gbps") or {}
+    return [[name, _gbps(tx.get(name)), _gbps(rx.get(name))] for name in sorted(set(tx) | set(rx))]
+
+
+def _cpu_text(rung: Mapping[str, Any]) -> str:
+    wire = rung.get("wire")
+    if not isinstance(wire, Mapping):
+        return ""
+    busiest = wire.get("busiest_core") or {}
+    average = wire.get("cpu_average_percent") or {}
+    parts = []
+    for node in sorted(set(busiest) | set(average)):
+        core = busiest.get(node)
+        text = f"{node}: busiest core"
+        if isinstance(core, Mapping) and isinstance(core.get("busy_percent"), int | float):
+            text += f" {core.get('core')} at {core['busy_percent']:.0f}%"
+        else:
+            text += " -"
+        if isinstance(average.get(node), int | float):
+            text += f", all cores {average[node]:.0f}%"
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def _errors_text(rung: Mapping[str, Any]) -> str:
+    wire = rung.get("wire")
+    errors = wire.get("errors") if isinstance(wire, Mapping) else None
+    if not isinstance(errors, Mapping):
+        return ""
+    return "; ".join(f"{end}: " + ", ".join(f"{k} +{v}" for k, v in c.items()) for end, c in errors.items() if c)
+
+
+def _check_rows(checks: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    results = (checks or {}).get("results")
+    return [r for r in results if isinstance(r, Mapping)] if isinstance(results, list) else []
+
+
+def _evidence_line(item: Mapping[str, Any]) -> str:
+    value = item.get("value")
+    shown = json.dumps(value) if not isinstance(value, str) else value
+    return f"{item.get('node')} {item.get('subject')}: {item.get('what')} = {shown}"
+
+
+def _discovery(report: RunReport) -> Discovery | None:
+    if not report.discovery:
+        return None
+    try:
+        return Discovery.from_json(report.discovery)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def _netdev_rows(discovery: Discovery) -> list[list[str]]:
+    rows: list[list[str]] = []
+    for node, facts in discovery.facts.items():
+        roles = {name: "fabric" for name in facts.fabric}
+        if isinstance(facts.management, str):
+            roles[facts.management] = "management"
+        for name, role in roles.items():
+            netdev = facts.netdev(name)
+            if netdev is None:
+                continue
+            speed, mtu = netdev.speed_mbps, netdev.mtu
+            rows.append(
+                [
+                    node,
+                    name,
+                    role,
+                    netdev.operstate if isinstance(netdev.operstate, str) else "-",
+                    "yes" if netdev.carrier is True else "no",
+                    f"{speed / 1000:g} Gb/s" if isinstance(speed, int) else "-",
+                    str(mtu) if isinstance(mtu, int) else "-",
+                    ", ".join(netdev.ipv4) or "-",
+                    ", ".join(netdev.rdma_devices) or "-",
+                ]
+            )
+    return rows
+
+
+NETDEV_COLUMNS = ("node", "interface", "role", "state", "carrier", "speed", "MTU", "IPv4", "RDMA device")
+
+
+def _segments(
+    points: Sequence[tuple[float, float | None]], spans: Sequence[RungSpan]
+) -> list[list[tuple[float, float]]]:
+    """Split a series at rung boundaries and at missing values, so no line is drawn across a gap."""
+    segments: list[list[tuple[float, float]]] = []
+    current: list[tuple[float, float]] = []
+    span_of = None
+    for t, value in points:
+        here = next((i for i, s in enumerate(spans) if s.start_s <= t <= s.end_s), None)
+        if value is None or here != span_of:
+            if current:
+                segments.append(current)
+            current = []
+            span_of = here
+        if value is not None:
+            current.append((t, value))
+    if current:
+        segments.append(current)
+    return segments
+
+
+def _markers(timeline: Timeline) -> list[svg.Marker]:
+    return [svg.Marker(s.rung, s.start_s, s.end_s) for s in timeline.spans]
+
+
+def throughput_charts(timeline: Timeline) -> list[str]:
+    """Per node: TX (solid) and RX (dashed) per cable over the run, rung spans shaded, the line rate marked."""
+    charts: list[str] = []
+    by_node: dict[str, list[CableSeries]] = {}
+    for series in timeline.cables:
+        by_node.setdefault(series.node, []).append(series)
+    for node, cables in by_node.items():
+        lines: list[svg.Line] = []
+        for index, cable in enumerate(cables):
+            tx = [(p.t_s, p.tx_gbps) for p in cable.points]
+            rx = [(p.t_s, p.rx_gbps) for p in cable.points]
+            lines.append(svg.Line(f"{cable.cable} TX", _segments(tx, timeline.spans), svg.color(index)))
+            lines.append(svg.Line(f"{cable.cable} RX", _segments(rx, timeline.spans), svg.color(index), dashed=True))
+        rates = {c.line_rate_gbps for c in cables if c.line_rate_gbps is not None}
+        levels = [svg.Level(f"line rate {rate:g} Gb/s per direction", rate) for rate in sorted(rates)]
+        axes = svg.Axes("seconds since the run started", "Gb/s", markers=_markers(timeline), levels=levels)
+        charts.append(svg.line_chart(f"{node}: throughput per cable at the wire", lines, axes))
+    return charts
+
+
+def cpu_chart(timeline: Timeline) -> str:
+    lines: list[svg.Line] = []
+    for index, (node, points) in enumerate(timeline.cpu.items()):
+        average = [(p.t_s, p.average_pct) for p in points]
+        busiest = [(p.t_s, p.busiest_pct) for p in points]
+        lines.append(svg.Line(f"{node} all cores", _segments(average, timeline.spans), svg.color(index)))
+        lines.append(svg.Line(f"{node} busiest core", _segments(busiest, timeline.spans), svg.color(index), True))
+    axes = svg.Axes("seconds since the run started", "CPU busy %", markers=_markers(timeline))
+    return svg.line_chart("CPU per node (busiest core dashed: one saturated core caps a TCP flow)", lines, axes)
+
+
+def busbw_chart(report: RunReport) -> str | None:
+    found = collectives(report.rungs)
+    if not found:
+        return None
+    lines = [
+        svg.Line(rung, [[(float(size), busbw) for size, busbw in points]], svg.color(index))
+        for index, (rung, points) in enumerate(found)
+    ]
+    levels = []
+    first = report.nodes[0] if report.nodes else None
+    rates = [c.line_rate_gbps for c in report.timeline.cables if c.node == first and c.line_rate_gbps]
+    if rates:
+        wire = sum(r for r in rates if r is not None) / 8
+        levels.append(svg.Level(f"wire per direction {wire:.2f} GB/s ({first}, all cables)", wire))
+    axes = svg.Axes("message size (bytes, log scale)", "busbw (GB/s)", x_log2=True, x_format="bytes", levels=levels)
+    return svg.line_chart("NCCL bus bandwidth against message size", lines, axes)
+
+
+def halves_chart(rung: Mapping[str, Any]) -> str | None:
+    bars = halves(rung)
+    if not bars or all(b.gbps is None for b in bars):
+        return None
+    items = [svg.Bar(b.label, b.gbps, b.line_rate_gbps) for b in bars]
+    return svg.bar_chart(f"{rung.get('rung')}: each half, as its receiver counted it", items, "Gb/s")
+
+
+# ----------------------------------------------------------------------------------------------------- Markdown
+
+
+def _md_cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(_md_cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+def markdown(report: RunReport) -> str:
+    out = [f"# wirespeed report: run {report.run}", ""]
+    out += [f"Nodes: {', '.join(report.nodes) or 'unknown'}. wirespeed {__version__}.", ""]
+    out += ["## Takeaway", "", f"**{report.headline()}**", ""]
+    if report.takeaway is not None:
+        out += _md_table(TAKEAWAY_COLUMNS, [[row.get(c, "") for c in TAKEAWAY_COLUMNS] for row in report.takeaway])
+    else:
+        out += ["No takeaway.json: the run was cut short. The rungs it finished are below.", ""]
+    out += ["## Rungs", ""]
+    for rung in report.rungs:
+        out += [f"### {rung.get('rung')}: {rung.get('status')}", ""]
+        if rung.get("status") != "ran":
+            out += [f"- why: {rung.get('reason')}", f"- fix: {rung.get('fix') or '-'}", ""]
+            continue
+        out += [f"- {name}: {value}" for name, value in _figures(rung)]
+        ceiling = rung.get("ceiling")
+        if isinstance(ceiling, Mapping):
+            out.append(f"- ceiling: **{ceiling.get('name')}**")
+            out += [f"  - {line}" for line in ceiling.get("evidence") or []]
+        if cpu := _cpu_text(rung):
+            out.append(f"- CPU: {cpu}")
+        if errors := _errors_text(rung):
+            out.append(f"- error counters that grew: {errors}")
+        out += [f"- {k}: {v}" for k, v in _collective_facts(rung)]
+        out += [f"- note: {note}" for note in rung.get("notes") or []]
+        out.append("")
+        if bars := halves(rung):
+            out += _md_table(
+                ("half", "Gb/s", "line rate (Gb/s)"), [[b.label, _num(b.gbps), _num(b.line_rate_gbps, 0)] for b in bars]
+            )
+        if rows := _collective_rows(rung):
+            out += _md_table(COLLECTIVE_COLUMNS, rows)
+    out += ["## Checks", ""]
+    if report.checks is None:
+        out += ["This run did not record the checks; `wirespeed check` shows them now.", ""]
+    else:
+        out += _md_table(
+            ("check", "status", "summary"),
+            [[r.get("id"), r.get("status"), r.get("summary")] for r in _check_rows(report.checks)],
+        )
+    out += ["## Discovery and cabling", ""]
+    discovery = _discovery(report)
+    if discovery is None:
+        out += ["No discovery.json in this run.", ""]
+    else:
+        out += _md_table(NETDEV_COLUMNS, _netdev_rows(discovery))
+        out += ["```", cabling_diagram(discovery).plain.rstrip(), "```", ""]
+    out += ["## Environment", ""]
+    out += _md_table(("node", "component", "version"), [[e.node, e.component, e.version] for e in report.environment])
+    if report.imported:
+        out += ["## Imported results", ""]
+        for item in report.imported:
+            columns, rows = _imported_summary(item.data)
+            out += [f"### {item.name} ({item.data.get('tool')}, from {item.data.get('file')})", ""]
+            out += _md_table(columns, rows)
+    if report.problems:
+        out += ["## Not read", ""] + [f"- {p}" for p in report.problems] + [""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _imported_summary(data: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    try:
+        return summary(data)
+    except (KeyError, TypeError, IndexError, ValueError):
+        return ["tool"], [[str(data.get("tool"))]]
+
+
+# --------------------------------------------------------------------------------------------------------- HTML
+
+STYLE = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1b1f23;margin:24px auto;max-width:1100px;
+padding:0 16px;background:#fff}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;border-bottom:2px solid #dde3ea;padding-bottom:4px;margin-top:32px}
+h3{font-size:15px;margin:20px 0 6px}.meta{color:#57606a;margin:0 0 16px}
+.headline{font-size:16px;background:#f3f6fa;border-left:4px solid #1f77b4;padding:8px 12px}
+table{border-collapse:collapse;margin:8px 0 12px;font-size:13px}th,td{border:1px solid #d0d7de;padding:3px 8px;
+text-align:left;vertical-align:top}th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;color:#fff;background:#57606a}
+.ran,.pass{background:#1a7f37}.skipped,.skip{background:#8c959f}.failed,.fail{background:#cf222e}.warn{background:#bf8700}
+.ceiling{background:#0969da}ul.evidence{margin:4px 0}pre{background:#f6f8fa;padding:8px;overflow:auto;font-size:12px}
+svg.chart{display:block;margin:8px 0;max-width:100%;height:auto;font-family:system-ui,sans-serif}
+.note{color:#57606a}details summary{cursor:pointer;color:#0969da}
+"""
+
+
+def _h(text: Any) -> str:
+    return escape(str(text))
+
+
+def _table(columns: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Sequence[int] = ()) -> str:
+    head = "".join(f"<th>{_h(c)}</th>" for c in columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td{' class=num' if i in numeric else ''}>{_h(v)}</td>" for i, v in enumerate(row)) + "</tr>"
+        for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _badge(text: Any, kind: str) -> str:
+    return f'<span class="badge {_h(kind)}">{_h(text)}</span>'
+
+
+def _rung_html(rung: Mapping[str, Any]) -> str:
+    name, status = rung.get("rung"), str(rung.get("status"))
+    parts = [f'<article class="rung" id="rung-{_h(name)}"><h3>{_h(name)} {_badge(status, status)}']
+    ceiling = rung.get("ceiling")
+    if isinstance(ceiling, Mapping):
+        parts.append(f" {_badge('ceiling: ' + str(ceiling.get('name')), 'ceiling')}")
+    parts.append("</h3>")
+    if status != "ran":
+        parts.append(f"<p>{_h(rung.get('reason'))}</p><p>fix: <code>{_h(rung.get('fix') or '-')}</code></p></article>")
+        return "".join(parts)
+    parts.append(_table(("figure", "value"), _figures(rung)))
+    if isinstance(ceiling, Mapping):
+        items = "".join(f"<li>{_h(line)}</li>" for line in ceiling.get("evidence") or [])
+        parts.append(f"<p>ceiling <b>{_h(ceiling.get('name'))}</b>, because:</p><ul class=evidence>{items}</ul>")
+    if cpu := _cpu_text(rung):
+        parts.append(f"<p>CPU: {_h(cpu)}</p>")
+    if errors := _errors_text(rung):
+        parts.append(f"<p>error counters that grew: {_h(errors)}</p>")
+    if chart := halves_chart(rung):
+        parts.append(chart)
+    if wire := _wire_rows(rung):
+        parts.append("<details><summary>at the wire, per half (average over the rung)</summary>")
+        parts.append(_table(("node:interface", "TX", "RX"), wire) + "</details>")
+    if facts := _collective_facts(rung):
+        parts.append(_table(("NCCL", "value"), facts))
+    if rows := _collective_rows(rung):
+        parts.append(_table(COLLECTIVE_COLUMNS, rows, numeric=(1, 2, 3, 4)))
+    for note in rung.get("notes") or []:
+        parts.append(f'<p class="note">{_h(note)}</p>')
+    parts.append("</article>")
+    return "".join(parts)
+
+
+def _checks_html(checks: Mapping[str, Any] | None) -> str:
+    if checks is None:
+        return "<p>This run did not record the checks; <code>wirespeed check</code> shows them now.</p>"
+    rows = []
+    intro = ""
+    if checks.get("active") is False:
+        intro = (
+            "<p class=note>As discovery saw the cluster when the run started (the passive checks; "
+            "<code>wirespeed check</code> also pings and tries ssh).</p>"
+        )
+    for r in _check_rows(checks):
+        status = str(r.get("status"))
+        evidence = "".join(
+            f"<li>{_h(_evidence_line(e))}</li>" for e in r.get("evidence") or [] if isinstance(e, Mapping)
+        )
+        fixes = "".join(
+            f"<li>{_h(f.get('node'))}: {_h(f.get('description'))}</li>"
+            for f in r.get("fixes") or []
+            if isinstance(f, Mapping)
+        )
+        detail = ""
+        if evidence or fixes:
+            fix_list = f"<p>fix:</p><ul>{fixes}</ul>" if fixes else ""
+            detail = f"<details><summary>evidence</summary><ul>{evidence}</ul>{fix_list}</details>"
+        cells = f"<td><code>{_h(r.get('id'))}</code></td><td>{_badge(status, status)}</td>"
+        rows.append(f"<tr>{cells}<td>{_h(r.get('summary'))}{detail}</td></tr>")
+    head = "<tr><th>check</th><th>status</th><th>summary</th></tr>"
+    return f"{intro}<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def html(report: RunReport) -> str:
+    """One self-contained page: no scripts, no external resources."""
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>wirespeed report: run {_h(report.run)}</title><style>{STYLE}</style></head><body>",
+        f"<h1>wirespeed report: run {_h(report.run)}</h1>",
+        f'<p class="meta">nodes: {_h(", ".join(report.nodes) or "unknown")} · wirespeed {_h(__version__)}</p>',
+        '<section id="takeaway"><h2>Takeaway</h2>',
+        f'<p class="headline">{_h(report.headline())}</p>',
+    ]
+    if report.takeaway is not None:
+        parts.append(_table(TAKEAWAY_COLUMNS, [[row.get(c, "") for c in TAKEAWAY_COLUMNS] for row in report.takeaway]))
+    else:
+        parts.append("<p>No takeaway.json: the run was cut short. The rungs it finished are below.</p>")
+    parts.append("</section>")
+    timeline = report.timeline
+    parts.append('<section id="over-time"><h2>Over time</h2>')
+    if timeline.empty:
+        parts.append("<p>No counter samples in this run (no rung ran long enough to be sampled).</p>")
+    else:
+        source = "the NIC's own counters (RDMA traffic included)" if timeline.sources == {"phy"} else NETDEV_NOTE
+        parts.append(f'<p class="note">Shaded bands are the rungs. Counted from {_h(source)}.</p>')
+        parts += throughput_charts(timeline)
+        parts.append(cpu_chart(timeline))
+        if timeline.unreadable_lines:
+            parts.append(f'<p class="note">{timeline.unreadable_lines} sample line(s) could not be read.</p>')
+    parts.append("</section>")
+    parts.append('<section id="rungs"><h2>Rungs</h2>')
+    if chart := busbw_chart(report):
+        parts.append(chart)
+    parts += [_rung_html(rung) for rung in report.rungs]
+    parts.append("</section>")
+    parts.append(f'<section id="checks"><h2>Checks</h2>{_checks_html(report.checks)}</section>')
+    parts.append('<section id="discovery"><h2>Discovery and cabling</h2>')
+    discovery = _discovery(report)
+    if discovery is None:
+        parts.append("<p>No discovery.json in this run.</p>")
+    else:
+        parts.append(_table(NETDEV_COLUMNS, _netdev_rows(discovery)))
+        parts.append(f"<pre>{_h(cabling_diagram(discovery).plain.rstrip())}</pre>")
+        for node, facts in discovery.facts.items():
+            parts.append(f"<h3>{_h(node)}</h3><pre>{_h(node_summary(facts).plain.rstrip())}</pre>")
+    parts.append("</section>")
+    rows = [[e.node, e.component, e.version] for e in report.environment]
+    parts.append(
+        f'<section id="environment"><h2>Environment</h2>{_table(("node", "component", "version"), rows)}</section>'
+    )
+    if report.imported:
+        parts.append('<section id="imported"><h2>Imported results</h2>')
+        for item in report.imported:
+            columns, table_rows = _imported_summary(item.data)
+            title = f"{item.name} ({item.data.get('tool')}, from {item.data.get('file')})"
+            parts.append(f"<h3>{_h(title)}</h3>{_table(columns, table_rows)}")
+        parts.append("</section>")
+    if report.problems:
+        items = "".join(f"<li>{_h(p)}</li>" for p in report.problems)
+        parts.append(f'<section id="problems"><h2>Not read</h2><ul>{items}</ul></section>')
+    parts.append("</body></html>\n")
+    return "\n".join(parts)

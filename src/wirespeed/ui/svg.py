@@ -1,0 +1,225 @@
+"""Small inline SVG charts for the HTML report: lines over time or message size, and horizontal bars against a
+limit. Hand-written so the report needs nothing from the network and nothing beyond the standard library: the
+browser draws them. Every text goes through escaping; every chart says what its axes are, with units.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from html import escape
+
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f")
+WIDTH, HEIGHT = 860, 300
+LEFT, RIGHT, TOP, BOTTOM = 64, 16, 28, 60
+
+
+@dataclass(frozen=True)
+class Line:
+    label: str
+    segments: Sequence[Sequence[tuple[float, float]]]  # drawn unjoined: a gap in the data stays a gap
+    color: str
+    dashed: bool = False
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A vertical band (a rung's span) or, with start == end, a vertical line."""
+
+    label: str
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class Level:
+    """A horizontal reference line: a line rate, a ceiling."""
+
+    label: str
+    value: float
+
+
+@dataclass(frozen=True)
+class Bar:
+    label: str
+    value: float | None
+    limit: float | None = None  # drawn as a tick on the bar's track: the line rate
+
+
+@dataclass(frozen=True)
+class Axes:
+    x_label: str
+    y_label: str
+    x_log2: bool = False
+    x_format: str = "number"  # "number" or "bytes"
+    markers: Sequence[Marker] = field(default_factory=tuple)
+    levels: Sequence[Level] = field(default_factory=tuple)
+
+
+def color(index: int) -> str:
+    return PALETTE[index % len(PALETTE)]
+
+
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """Round tick values covering [low, high]: steps of 1, 2 or 5 times a power of ten."""
+    if not math.isfinite(low) or not math.isfinite(high):
+        return [0.0]
+    if high <= low:
+        high = low + 1.0
+    raw = (high - low) / max(count, 1)
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    first = math.floor(low / step) * step
+    ticks: list[float] = []
+    value = first
+    while value <= high + step * 1e-9:
+        ticks.append(round(value, 10))
+        value += step
+    if ticks[-1] < high:
+        ticks.append(round(value, 10))
+    return ticks
+
+
+def _bytes(value: float) -> str:
+    for unit, scale in (("G", 2**30), ("M", 2**20), ("K", 2**10)):
+        if value >= scale:
+            return f"{value / scale:g}{unit}"
+    return f"{value:g}"
+
+
+def _number(value: float) -> str:
+    return f"{value:g}" if abs(value) < 1e6 else f"{value:.3g}"
+
+
+def _text(x: float, y: float, text: str, anchor: str = "middle", size: int = 11, extra: str = "") -> str:
+    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size}" {extra}>{escape(text)}</text>'
+
+
+def line_chart(title: str, lines: Sequence[Line], axes: Axes, width: int = WIDTH, height: int = HEIGHT) -> str:
+    """Lines on linear (or log2 x) axes, with rung bands, reference levels and a legend; an empty chart says so."""
+    points = [p for line in lines for segment in line.segments for p in segment]
+    parts = [f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}">']
+    parts.append(f"<title>{escape(title)}</title>")
+    parts.append(_text(LEFT, 16, title, anchor="start", size=13, extra='font-weight="bold"'))
+    if not points:
+        parts.append(_text(width / 2, height / 2, "no data", size=13, extra='fill="#888"'))
+        parts.append("</svg>")
+        return "".join(parts)
+
+    def fx(x: float) -> float:
+        return math.log2(x) if axes.x_log2 else x
+
+    xs = [fx(x) for x, _ in points if not axes.x_log2 or x > 0]
+    xs += [fx(m.start) for m in axes.markers] + [fx(m.end) for m in axes.markers]
+    ys = [y for _, y in points] + [level.value for level in axes.levels] + [0.0]
+    x_low, x_high = min(xs), max(xs)
+    if x_high <= x_low:
+        x_high = x_low + 1.0
+    y_ticks = nice_ticks(0.0 if min(ys) >= 0 else min(ys), max(ys) * 1.05 if max(ys) > 0 else 1.0)
+    y_low, y_high = y_ticks[0], y_ticks[-1]
+    plot_w, plot_h = width - LEFT - RIGHT, height - TOP - BOTTOM
+
+    def px(x: float) -> float:
+        return LEFT + (fx(x) - x_low) / (x_high - x_low) * plot_w
+
+    def py(y: float) -> float:
+        return TOP + plot_h - (y - y_low) / (y_high - y_low) * plot_h
+
+    for index, marker in enumerate(axes.markers):
+        a, b = px(marker.start), px(marker.end)
+        fill = "#f3f6fa" if index % 2 == 0 else "#e8eef5"
+        parts.append(f'<rect x="{a:.1f}" y="{TOP}" width="{max(b - a, 1.0):.1f}" height="{plot_h}" fill="{fill}"/>')
+        parts.append(f'<line x1="{a:.1f}" y1="{TOP}" x2="{a:.1f}" y2="{TOP + plot_h}" stroke="#9aa" stroke-width="1"/>')
+        parts.append(_text(a + 3, TOP + 11, marker.label, anchor="start", size=10, extra='fill="#456"'))
+    for tick in y_ticks:
+        y = py(tick)
+        parts.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + plot_w}" y2="{y:.1f}" stroke="#ddd"/>')
+        parts.append(_text(LEFT - 6, y + 4, _number(tick), anchor="end"))
+    if axes.x_log2:
+        x_ticks = [2.0**e for e in range(math.ceil(x_low), math.floor(x_high) + 1)]
+        if len(x_ticks) > 12:
+            x_ticks = x_ticks[:: math.ceil(len(x_ticks) / 12)]
+    else:
+        x_ticks = [t for t in nice_ticks(x_low, x_high, 8) if x_low <= t <= x_high]
+    for tick in x_ticks:
+        x = px(tick)
+        label = _bytes(tick) if axes.x_format == "bytes" else _number(tick)
+        parts.append(f'<line x1="{x:.1f}" y1="{TOP + plot_h}" x2="{x:.1f}" y2="{TOP + plot_h + 4}" stroke="#555"/>')
+        parts.append(_text(x, TOP + plot_h + 16, label))
+    parts.append(f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#555"/>')
+    parts.append(_text(LEFT + plot_w / 2, height - 6, axes.x_label))
+    parts.append(_text(14, TOP + plot_h / 2, axes.y_label, extra=f'transform="rotate(-90 14 {TOP + plot_h / 2:.1f})"'))
+    for level in axes.levels:
+        y = py(level.value)
+        parts.append(
+            f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + plot_w}" y2="{y:.1f}" stroke="#333" stroke-dasharray="2 3"/>'
+        )
+        parts.append(_text(LEFT + plot_w - 4, y - 4, level.label, anchor="end", size=10))
+    for line in lines:
+        dash = ' stroke-dasharray="6 3"' if line.dashed else ""
+        for segment in line.segments:
+            kept = [(x, y) for x, y in segment if not axes.x_log2 or x > 0]
+            if len(kept) == 1:
+                x, y = kept[0]
+                parts.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.5" fill="{line.color}"/>')
+            elif kept:
+                path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in kept)
+                parts.append(
+                    f'<polyline points="{path}" fill="none" stroke="{line.color}" stroke-width="1.6"{dash}>'
+                    f"<title>{escape(line.label)}</title></polyline>"
+                )
+    legend_x = LEFT + 8
+    legend_y = TOP + plot_h + 34
+    for line in lines:
+        label_width = 7 * len(line.label) + 34
+        if legend_x + label_width > width:
+            break  # the rest is in the table beside the chart
+        dash = ' stroke-dasharray="6 3"' if line.dashed else ""
+        parts.append(
+            f'<line x1="{legend_x}" y1="{legend_y - 4}" x2="{legend_x + 22}" y2="{legend_y - 4}" '
+            f'stroke="{line.color}" stroke-width="2"{dash}/>'
+        )
+        parts.append(_text(legend_x + 26, legend_y, line.label, anchor="start", size=10))
+        legend_x += label_width
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def bar_chart(title: str, bars: Sequence[Bar], unit: str, width: int = WIDTH) -> str:
+    """One horizontal bar per item against a common scale; a bar's limit (its line rate) is a dark tick."""
+    row, label_w = 22, 330
+    height = TOP + row * max(len(bars), 1) + 30
+    parts = [f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}">']
+    parts.append(f"<title>{escape(title)}</title>")
+    parts.append(_text(8, 16, title, anchor="start", size=13, extra='font-weight="bold"'))
+    values = [v for b in bars for v in (b.value, b.limit) if v is not None]
+    if not values:
+        parts.append(_text(width / 2, TOP + 14, "no data", size=13, extra='fill="#888"'))
+        parts.append("</svg>")
+        return "".join(parts)
+    ticks = nice_ticks(0.0, max(values))
+    top = ticks[-1]
+    plot_w = width - label_w - RIGHT - 70
+    for index, bar in enumerate(bars):
+        y = TOP + index * row
+        parts.append(_text(label_w - 6, y + 14, bar.label, anchor="end", size=10))
+        parts.append(f'<rect x="{label_w}" y="{y + 3}" width="{plot_w}" height="{row - 6}" fill="#f0f0f0"/>')
+        if bar.value is not None:
+            w = max(bar.value, 0.0) / top * plot_w
+            parts.append(f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" fill="{color(0)}"/>')
+            parts.append(_text(label_w + plot_w + 6, y + 14, f"{bar.value:.2f} {unit}", anchor="start", size=10))
+        else:
+            parts.append(_text(label_w + plot_w + 6, y + 14, "no figure", anchor="start", size=10))
+        if bar.limit is not None:
+            x = label_w + bar.limit / top * plot_w
+            parts.append(
+                f'<line x1="{x:.1f}" y1="{y + 1}" x2="{x:.1f}" y2="{y + row - 1}" stroke="#222" stroke-width="2"/>'
+            )
+    axis_y = TOP + row * len(bars) + 4
+    for tick in ticks:
+        x = label_w + tick / top * plot_w
+        parts.append(_text(x, axis_y + 12, _number(tick), size=10))
+    parts.append(_text(label_w + plot_w / 2, axis_y + 25, f"{unit} (dark tick: line rate)", size=10))
+    parts.append("</svg>")
+    return "".join(parts)
