@@ -297,3 +297,14 @@ def test_charts_escape_labels_and_say_when_they_have_no_data() -> None:
     assert "<b>" not in chart and "&lt;b&gt;" in chart and "a &amp; b" in chart and "<polyline" in chart
     assert "no data" in svg.line_chart("empty", [], svg.Axes("s", "Gb/s"))
     assert "no data" in svg.bar_chart("empty", [], "Gb/s")
+
+
+def test_rdma_bandwidth_per_half_is_a_bar_per_half_against_its_line_rate() -> None:
+    rung = rung_json("rdma-bw", 180.0)
+    for flow in rung["flows"]:
+        flow["line_rate_gbps"] = 100.0  # a Spark half: about 100 Gb/s of the 200G port
+    chart = view.halves_chart(rung)
+    assert chart is not None and "rdma-bw: each half, as its receiver counted it" in chart
+    assert chart.count("90.00 Gb/s") == 2  # 180 Gb/s over two halves
+    assert "n1 enp1s0f0np0 → n2 enp1s0f0np0" in chart
+    assert view.halves_chart(rung_json("rdma-bw", None, "skipped")) is None
