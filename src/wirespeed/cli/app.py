@@ -15,6 +15,7 @@ import click
 from wirespeed import __version__
 from wirespeed.cli.importing import import_cmd
 from wirespeed.cli.output import Environment, Output
+from wirespeed.cli.switch import switch_group
 from wirespeed.core.errors import UsageError, WirespeedError
 from wirespeed.core.outcome import worst_exit_status
 from wirespeed.core.units import parse_rate_bps
@@ -1064,6 +1065,7 @@ def testbed_exec(ctx: Ctx, prefix: str, node: str, command: tuple[str, ...]) -> 
 
 
 cli.add_command(import_cmd)
+cli.add_command(switch_group)
 
 
 # ------------------------------------------------------------------------------------------------- entry points

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from wirespeed.core.errors import InventoryError, UsageError
 from wirespeed.core.inventory import Cluster, local_cluster, parse_cluster_toml, parse_host_list
+from wirespeed.core.routeros import SwitchConfig, parse_switch_table
 
 
 @dataclass(frozen=True)
@@ -43,3 +44,19 @@ def resolve_cluster(cluster_file: Path | None, hosts: str | None, user: str | No
         names = ", ".join(str(s.cluster_file) for s in up)
         raise UsageError("several testbeds are up", hint=f"pick one with --cluster: {names}")
     return ResolvedCluster(local_cluster(), "no --cluster or --hosts given and no testbed up: using localhost")
+
+
+def load_switch(path: Path, cluster: Cluster) -> SwitchConfig | None:
+    """The `[switch]` table of a cluster file, or None when it names no switch."""
+    import tomllib
+
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise InventoryError(f"{path}: cannot read the cluster file: {exc}") from None
+    table = data.get("switch")
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise InventoryError(f"{path}: [switch] must be a table")
+    return parse_switch_table(table, str(path), cluster.names)
