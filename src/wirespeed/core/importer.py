@@ -152,7 +152,6 @@ def _nccl(text: str) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------------ perftest
 
-MIB_PER_S_TO_GBPS = 2**20 * 8 / 1e9  # perftest's MB/sec and MiB/sec are 2^20 bytes/s (format_factor 0x100000)
 _FORMAT_FACTORS = (("MiB/sec", 2**20), ("Gb/sec", 125_000_000))  # bytes/s per unit of perftest's BW figure
 # REPORT_FMT_QOS_JSON writes `sl: %d,` without quotes, and --output=bandwidth leaves a comma before `}`: no JSON
 # reader takes either, so both are mended before reading.
@@ -163,14 +162,6 @@ _JSON_TEST = re.compile(
     r"^(?P<verb>Send_imm|Send|RDMA_Write_imm|RDMA_Write|RDMA_Read|Atomic)_(?:(?:CMP_AND_SWAP|FETCH_AND_ADD)_)?"
     r"(?P<bidir>Bidirectional_)?(?:Post_List_)?(?P<kind>BW|Latency)_(?:forwarding_)?(?:Multicast_)?Test$"
 )
-_VERB_PREFIX = {
-    "Send": "ib_send",
-    "Send_imm": "ib_send",
-    "RDMA_Write": "ib_write",
-    "RDMA_Write_imm": "ib_write",
-    "RDMA_Read": "ib_read",
-    "Atomic": "ib_atomic",
-}
 
 
 def _bw_rows(rows: list[perftest.BwRow]) -> list[dict[str, Any]]:
@@ -267,7 +258,7 @@ def _perftest_json(text: str) -> dict[str, Any]:
     name = _JSON_TEST.match(str(info.get("test", "")))
     test = None
     if name is not None:
-        prefix = "raw_ethernet" if info.get("Connection_type") == "RawEth" else _VERB_PREFIX[name["verb"]]
+        prefix = "raw_ethernet" if info.get("Connection_type") == "RawEth" else perftest.VERB_PREFIX[name["verb"]]
         test = f"{prefix}_{'bw' if name['kind'] == 'BW' else 'lat'}"
     if "MsgSize" not in results or "n_iterations" not in results:
         raise ValueError(
@@ -283,7 +274,7 @@ def _perftest_json(text: str) -> dict[str, Any]:
         peak = _number(results.get("BW_peak", 0.0), "BW_peak", results_line)
         rate = _number(results.get("MsgRate", 0.0), "MsgRate", results_line)
         units = _json_bw_unit(size, avg, rate)
-        scale = None if units is None else (MIB_PER_S_TO_GBPS if units == "MiB/sec" else 1.0)
+        scale = None if units is None else (perftest.MIB_PER_S_TO_GBPS if units == "MiB/sec" else 1.0)
         rows: list[dict[str, Any]] = [
             {
                 "size_bytes": size,

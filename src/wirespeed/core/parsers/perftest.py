@@ -81,7 +81,7 @@ _DASHES = re.compile(r"^\s*-{20,}\s*$")
 _HISTOGRAM = re.compile(r"^\s*(?:#, (?:usec|cycles)|\d+, \S+)\s*$")  # -H / -U latency lists
 _OTHER_TABLE = re.compile(r"^\s*(?:Local|Remote) results:\s*$")  # --report-both: the parts of the sum above
 _INT = re.compile(r"\d+")
-_VERB_PREFIX = {
+VERB_PREFIX = {  # test_info / title verb -> the binary's name stem
     "Send": "ib_send",
     "Send_imm": "ib_send",
     "RDMA_Write": "ib_write",
@@ -91,6 +91,7 @@ _VERB_PREFIX = {
 }
 _MIB_UNITS = ("MB/sec", "MiB/sec")  # both 2^20 bytes/s (perftest's format_factor 0x100000)
 _GB_UNITS = ("Gb/sec",)  # 10^9 bit/s (format_factor 125000000 bytes)
+MIB_PER_S_TO_GBPS = 2**20 * 8 / 1e9  # what one MB/sec (MiB/sec) of perftest is in Gb/s
 
 
 def _decimals(token: str) -> int | None:
@@ -151,7 +152,7 @@ def _row_values(line: str, number: int, names: list[str]) -> dict[str, str]:
 
 def _gbps(token: str, unit: str) -> float:
     value = float(token)
-    return value * 2**20 * 8 / 1e9 if unit in _MIB_UNITS else value
+    return value * MIB_PER_S_TO_GBPS if unit in _MIB_UNITS else value
 
 
 def _bw_row(values: dict[str, str], unit: str) -> BwRow:
@@ -241,7 +242,7 @@ def parse_text(text: str) -> PerftestResult:
     test = None
     if title is not None:
         raw = fields.get("Connection type") == "RawEth"
-        prefix = "raw_ethernet" if raw else _VERB_PREFIX[title["verb"]]
+        prefix = "raw_ethernet" if raw else VERB_PREFIX[title["verb"]]
         test = f"{prefix}_{'bw' if title['kind'] == 'BW' else 'lat'}"
     return PerftestResult(
         test=test,
