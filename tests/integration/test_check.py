@@ -5,9 +5,11 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from emulators.routeros_rest import RouterOSEmulator
 from wirespeed.cli.app import main
 from wirespeed.cli.output import Environment
 from wirespeed.core.checks.model import CheckResult, CheckStatus
@@ -100,3 +102,44 @@ def test_check_cli_exit_status_and_json(switch: Remote) -> None:
     env = Environment(stdout=io.StringIO(), stderr=io.StringIO(), width=200)
     assert main(["check", "--cluster", switch.cluster.source, "--only", "no.such"], env) == 2
     assert "unknown check id(s): no.such" in env.stderr.getvalue()  # type: ignore[attr-defined]
+
+
+def test_check_reads_the_switch_and_names_the_port_that_clamps_the_path(
+    switch: Remote, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The testbed's switch port for wcs-2 carries 1500-byte frames; the RouterOS emulator stands in for that switch's
+    management side, reporting L2MTU 1584 on wcs-2's port and a lane at 100G on wcs-3's."""
+    monkeypatch.setenv("WIRESPEED_SWITCH_PASSWORD", "integration-pw")
+    with RouterOSEmulator(password="integration-pw") as emu:
+        ports = {"wcs-1": "qsfp56-dd-1-1", "wcs-2": "qsfp56-dd-1-5", "wcs-3": "qsfp56-dd-2-1"}
+        for name in ports.values():
+            port = emu.port(name)
+            port.l2mtu, port.mtu, port.fec_mode = 9216, 9000, "fec91"
+            port.auto_negotiation, port.speed = False, "200G-baseCR4"
+            port.settle()
+        emu.port("qsfp56-dd-1-5").l2mtu = 1584
+        emu.port("qsfp56-dd-2-1").set_link("100Gbps")
+        table = ", ".join(f'{node} = ["{port}"]' for node, port in ports.items())
+        cluster = tmp_path / "cluster.toml"
+        cluster.write_text(
+            Path(switch.cluster.source).read_text()
+            + f'\n[switch]\nkind = "routeros"\naddress = "{emu.url.split("://")[1]}"\nca_file = "{emu.ca_file}"\n'
+            + f"ports = {{ {table} }}\n"
+        )
+        build.fault("wcs-", "switch", "n2p1h1", build.Fault(mtu=1500))
+        try:
+            env = Environment(stdout=io.StringIO(), stderr=io.StringIO(), width=200)
+            code = main(["check", "--cluster", str(cluster), "--only", "switch.ports,mtu.path", "--json"], env)
+        finally:
+            build.revert("wcs-", "switch", "n2p1h1")
+    data = json.loads(env.stdout.getvalue())  # type: ignore[attr-defined]
+    results = {r["id"]: r for r in data["results"]}
+    assert code == 1 and data["errors"] == []
+    ports_check = results["switch.ports"]
+    assert ports_check["status"] == "fail"
+    assert {(e["node"], e["subject"], e["value"]) for e in ports_check["evidence"]} == {
+        ("wcs-2", "qsfp56-dd-1-5", "1584"), ("wcs-3", "qsfp56-dd-2-1", "100Gbps"),
+    }  # fmt: skip
+    path = results["mtu.path"]
+    assert path["status"] == "fail" and "the switch explains it: qsfp56-dd-1-5 (wcs-2) l2mtu 1584" in path["summary"]
+    assert "integration-pw" not in env.stdout.getvalue() + env.stderr.getvalue()  # type: ignore[attr-defined]

@@ -134,6 +134,7 @@ def test_the_switch_table_reads_ports_per_node_and_defaults() -> None:
     assert (parsed.user, parsed.password_env, parsed.password_file, parsed.bridge, parsed.tls) == (
         "admin", "WIRESPEED_SWITCH_PASSWORD", None, "bridge1", True,
     )  # fmt: skip
+    assert (parsed.speed, parsed.fec_mode, parsed.ca_file) == ("200G-baseCR4", "fec91", None)
 
 
 @pytest.mark.parametrize(
@@ -146,7 +147,10 @@ def test_the_switch_table_reads_ports_per_node_and_defaults() -> None:
         ({"kind": "routeros", "address": "a", "ports": {"spark-1": ["p"], "spark-2": ["p"]}}, "port p is given for"),
         ({"kind": "routeros", "address": "a", "ports": {"spark-1": ["p;reboot"]}}, "a list of switch port names"),
         ({"kind": "routeros", "address": "a", "password_env": "A B"}, "not a variable name"),
-        ({"kind": "routeros", "address": "a", "speed": "x"}, "unknown key"),
+        ({"kind": "routeros", "address": "a", "speed": "x"}, "speed 'x' is not a RouterOS speed"),
+        ({"kind": "routeros", "address": "a", "fec_mode": "rs"}, "fec_mode 'rs'"),
+        ({"kind": "routeros", "address": "a", "ca_file": ""}, "ca_file must be a path"),
+        ({"kind": "routeros", "address": "a", "lanes": 4}, "unknown key"),
     ],
 )
 def test_a_wrong_switch_table_is_one_line_naming_the_file(table: dict[str, object], words: str) -> None:

@@ -830,6 +830,7 @@ def discover_cmd(
 @click.option("--only", default="", help="Comma-separated check ids to run.")
 @click.option("--skip", "skip_ids", default="", help="Comma-separated check ids to leave out.")
 @click.option("--no-active", is_flag=True, help="No active measurements (cabling probe, MTU pings, ssh mesh).")
+@click.option("--insecure", is_flag=True, help="Do not verify the TLS certificate of the cluster file's switch.")
 @json_option
 @pass_ctx
 def check_cmd(
@@ -841,6 +842,7 @@ def check_cmd(
     only: str,
     skip_ids: str,
     no_active: bool,
+    insecure: bool,
     json_mode: bool,
 ) -> None:
     """Every known pitfall, with the evidence seen and the exact fix. Exit 0: nothing fails; 1: something
@@ -858,7 +860,14 @@ def check_cmd(
         remote = resolve_remote(out, cluster_file, hosts, user)
         found = discover.discover_live(remote, probe=not no_active)
         active = None if no_active else checks.measure_active(remote, found, ids)
-        run = checks.run_checks(found, ids, active)
+        reading = None
+        if cluster_file is not None and set(ids) & set(checks.SWITCH_CHECKS):
+            from wirespeed.engine import switch
+            from wirespeed.engine.clusters import load_switch
+
+            config = load_switch(cluster_file, remote.cluster)
+            reading = switch.read_for_checks(config, insecure=insecure) if config is not None else None
+        run = checks.run_checks(found, ids, active, reading)
     if json_mode:
         out.data(run.to_json())
     else:

@@ -1,17 +1,22 @@
-"""`wirespeed switch`: the cluster's RouterOS switch. `plan` prints the RouterOS script for the fabric ports (and,
-with --lossless, the QoS recipe and the matching host-side commands) from the cluster file's `[switch]` table.
+"""`wirespeed switch`: the cluster's RouterOS switch, from the cluster file's `[switch]` table. `plan` prints the
+RouterOS script for the fabric ports (and, with --lossless, the QoS recipe and the matching host-side commands);
+`status` reads every fabric port over the REST API; `apply` shows the diff against the plan and changes it only with
+--yes; `verify` re-reads and confirms each port is up at the rate, MTU and FEC the hosts need.
 
 Registered by wirespeed.cli.app; it takes nothing from that module at import time (that would be a cycle)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from wirespeed.core.errors import UsageError
+from wirespeed.core.facts import to_jsonable
 from wirespeed.core.routeros import FEC_MODES, SPEEDS, HostHalf, PlanOptions, SwitchConfig, plan
+from wirespeed.core.switchstate import PortProblem, SwitchState, plan_updates, port_problems, wanted_ports
 
 if TYPE_CHECKING:
     from wirespeed.cli.app import Ctx
@@ -53,8 +58,8 @@ def _config(cluster_file: Path | None, ports: tuple[str, ...]) -> tuple[SwitchCo
 @switch_group.command("plan")
 @click.option("--cluster", "cluster_file", type=click.Path(path_type=Path), help="Cluster file with a [switch] table.")
 @click.option("--port", "ports", multiple=True, help="NODE=PORT: a node's cable on the switch (overrides the file).")
-@click.option("--speed", type=click.Choice(SPEEDS), default="200G-baseCR4", show_default=True)
-@click.option("--fec", "fec_mode", type=click.Choice(FEC_MODES), default="fec91", show_default=True)
+@click.option("--speed", type=click.Choice(SPEEDS), default=None, help="Port speed [default: [switch] speed, 200G].")
+@click.option("--fec", "fec_mode", type=click.Choice(FEC_MODES), default=None, help="[default: [switch] fec_mode].")
 @click.option("--mtu", "host_mtu", type=int, default=9000, show_default=True, help="The hosts' MTU.")
 @click.option("--lossless", is_flag=True, help="Add the RoCE QoS recipe (PFC, ECN; RouterOS 7.23+) and host commands.")
 @click.option("--routeros-version", default=None, help="The switch's RouterOS version, for --lossless.")
@@ -63,8 +68,8 @@ def plan_cmd(
     ctx: Ctx,
     cluster_file: Path | None,
     ports: tuple[str, ...],
-    speed: str,
-    fec_mode: str,
+    speed: str | None,
+    fec_mode: str | None,
     host_mtu: int,
     lossless: bool,
     routeros_version: str | None,
@@ -73,10 +78,7 @@ def plan_cmd(
     autonegotiation), FEC, L2MTU and MTU, bridge membership; with --lossless the QoS recipe and the hosts' side."""
     out = ctx.output(False)
     config, _ = _config(cluster_file, ports)
-    try:
-        options = PlanOptions(speed, fec_mode, host_mtu, lossless, routeros_version)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    options = _options(config, speed, fec_mode, host_mtu, lossless, routeros_version)
     halves: list[HostHalf] = []
     if lossless:
         from wirespeed.cli.app import resolve_remote
@@ -98,3 +100,190 @@ def plan_cmd(
         out.env.stdout.write("\n# on the hosts (as root)\n" + "\n".join(made.host_commands) + "\n")
     for note in made.notes:
         out.message(f"wirespeed: {note}")
+
+
+def _options(
+    config: SwitchConfig,
+    speed: str | None,
+    fec_mode: str | None,
+    host_mtu: int,
+    lossless: bool = False,
+    routeros_version: str | None = None,
+) -> PlanOptions:
+    try:
+        return PlanOptions(speed or config.speed, fec_mode or config.fec_mode, host_mtu, lossless, routeros_version)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def switch_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """How to reach the switch: the cluster file, and TLS."""
+    func = click.option("--timeout", "timeout_s", type=click.FloatRange(0.5, 300), default=10.0, show_default=True,
+                        help="Seconds per REST call.")(func)  # fmt: skip
+    func = click.option("--ca-file", type=click.Path(path_type=Path), default=None,
+                        help="The switch's certificate (PEM) to trust [default: [switch] ca_file].")(func)  # fmt: skip
+    func = click.option("--insecure", is_flag=True, help="Do not verify the switch's TLS certificate (curl -k).")(func)
+    func = click.option("--port", "ports", multiple=True, help="NODE=PORT (overrides the file).")(func)
+    func = click.option("--cluster", "cluster_file", type=click.Path(path_type=Path), help="Cluster file.")(func)
+    return func
+
+
+def _connect(
+    cluster_file: Path | None, ports: tuple[str, ...], insecure: bool, ca_file: Path | None, timeout_s: float
+) -> tuple[SwitchConfig, Any]:
+    from wirespeed.engine import switch
+
+    config, _ = _config(cluster_file, ports)
+    if not config.ports:
+        raise UsageError(
+            f"{cluster_file}: [switch] names no ports", hint='ports = { NODE = ["qsfp56-dd-1-1"] }, or --port NODE=PORT'
+        )
+    client = switch.connect(config, insecure=insecure, ca_file=str(ca_file) if ca_file else None, timeout_s=timeout_s)
+    return config, client
+
+
+def _state_json(state: SwitchState, config: SwitchConfig) -> dict[str, Any]:
+    ports = []
+    for node, name in wanted_ports(config):
+        port = state.port(name)
+        ports.append({"node": node, "port": name, "found": port is not None, **(to_jsonable(port) if port else {})})
+    return {"address": state.address, "version": state.version, "board_name": state.board_name, "ports": ports}
+
+
+def _show_problems(ctx: Ctx, json_mode: bool, state: SwitchState, problems: list[PortProblem], extra: Any) -> None:
+    from wirespeed.ui.switch import problems_text
+
+    out = ctx.output(json_mode)
+    failed = [p for p in problems if p.severity == "fail"]
+    if json_mode:
+        out.data({**extra, "problems": [to_jsonable(p) for p in problems], "ok": not failed})
+    else:
+        out.console.print(problems_text(problems), end="")
+        ports = len({(p.node, p.port) for p in problems})
+        verdict = "verified" if not failed else f"{len(failed)} problem(s)"
+        warned = f", {len(problems) - len(failed)} warning(s)" if len(problems) > len(failed) else ""
+        out.message(f"wirespeed: switch {state.address}: {verdict}{warned} on {ports} port(s)" if problems else
+                    f"wirespeed: switch {state.address}: every fabric port verified")  # fmt: skip
+    raise SystemExit(1 if failed else 0)
+
+
+def _links_ready(config: SwitchConfig) -> Callable[[SwitchState], bool]:
+    def ready(state: SwitchState) -> bool:
+        ports = [state.port(name) for _, name in wanted_ports(config)]
+        return all(p is not None and p.link_up for p in ports)
+
+    return ready
+
+
+@switch_group.command("status")
+@switch_options
+@click.option("--json", "json_mode", is_flag=True, help="Machine output on stdout.")
+@click.pass_obj
+def status_cmd(
+    ctx: Ctx,
+    cluster_file: Path | None,
+    ports: tuple[str, ...],
+    insecure: bool,
+    ca_file: Path | None,
+    timeout_s: float,
+    json_mode: bool,
+) -> None:
+    """Each fabric port's link state, rate, speed, autonegotiation, FEC, MTU, L2MTU, bridge and error counters."""
+    from wirespeed.engine import switch
+    from wirespeed.ui.switch import status_table
+
+    out = ctx.output(json_mode)
+    config, client = _connect(cluster_file, ports, insecure, ca_file, timeout_s)
+    state = switch.read_state(client, config)
+    if json_mode:
+        out.data(_state_json(state, config))
+    else:
+        out.console.print(status_table(state, config))
+
+
+@switch_group.command("apply")
+@switch_options
+@click.option("--speed", type=click.Choice(SPEEDS), default=None, help="Port speed [default: [switch] speed, 200G].")
+@click.option("--fec", "fec_mode", type=click.Choice(FEC_MODES), default=None, help="[default: [switch] fec_mode].")
+@click.option("--mtu", "host_mtu", type=int, default=9000, show_default=True, help="The hosts' MTU.")
+@click.option("--yes", is_flag=True, help="Make the changes (without it, only show the diff).")
+@click.option("--wait", "wait_s", type=click.FloatRange(0, 600), default=20.0, show_default=True,
+              help="Seconds to wait for the links after applying.")  # fmt: skip
+@click.option("--json", "json_mode", is_flag=True, help="Machine output on stdout.")
+@click.pass_obj
+def apply_cmd(
+    ctx: Ctx,
+    cluster_file: Path | None,
+    ports: tuple[str, ...],
+    insecure: bool,
+    ca_file: Path | None,
+    timeout_s: float,
+    speed: str | None,
+    fec_mode: str | None,
+    host_mtu: int,
+    yes: bool,
+    wait_s: float,
+    json_mode: bool,
+) -> None:
+    """Show what differs between the fabric ports and the plan; with --yes change it (L2MTU before MTU, then the
+    bridge), wait for the links and verify. Only the fabric ports of the cluster file are touched."""
+    from wirespeed.engine import switch
+    from wirespeed.ui.switch import diff_table
+
+    out = ctx.output(json_mode)
+    config, client = _connect(cluster_file, ports, insecure, ca_file, timeout_s)
+    options = _options(config, speed, fec_mode, host_mtu)
+    state = switch.read_state(client, config)
+    changes, updates, missing = plan_updates(state, config, options)
+    if missing:
+        raise UsageError(
+            f"switch {state.address} has no port {', '.join(missing)}", hint="`wirespeed switch status` lists them"
+        )
+    diff = {"changes": [to_jsonable(c) for c in changes]}
+    if not json_mode:
+        if changes:
+            out.console.print(diff_table(changes))
+        out.message(f"wirespeed: switch {state.address}: {len(changes)} change(s) on {len(updates)} port(s)")
+    if not changes:
+        if json_mode:
+            out.data({**diff, "applied": []})
+        raise SystemExit(0)
+    if not yes:
+        if json_mode:
+            out.data({**diff, "applied": None})
+        else:
+            out.message("wirespeed: nothing changed; run again with --yes to apply")
+        raise SystemExit(0)
+    log = switch.apply_updates(client, updates, None if json_mode else lambda s: out.message(f"wirespeed: set {s}"))
+    after = switch.wait_for_links(client, config, wait_s, _links_ready(config))
+    problems = port_problems(after, config, host_mtu, options.speed)
+    _show_problems(ctx, json_mode, after, problems, {**diff, "applied": log.done})
+
+
+@switch_group.command("verify")
+@switch_options
+@click.option("--mtu", "host_mtu", type=int, default=9000, show_default=True, help="The hosts' MTU.")
+@click.option("--wait", "wait_s", type=click.FloatRange(0, 600), default=0.0, show_default=True,
+              help="Seconds to wait for every fabric link to come up.")  # fmt: skip
+@click.option("--json", "json_mode", is_flag=True, help="Machine output on stdout.")
+@click.pass_obj
+def verify_cmd(
+    ctx: Ctx,
+    cluster_file: Path | None,
+    ports: tuple[str, ...],
+    insecure: bool,
+    ca_file: Path | None,
+    timeout_s: float,
+    host_mtu: int,
+    wait_s: float,
+    json_mode: bool,
+) -> None:
+    """Re-read the fabric ports and confirm: link up at [switch] speed, L2MTU >= host MTU + 22, MTU >= host MTU,
+    FEC as planned, error counters at zero. Exit 0: verified; 1: a port falls short."""
+    from wirespeed.engine import switch
+
+    config, client = _connect(cluster_file, ports, insecure, ca_file, timeout_s)
+    state = switch.wait_for_links(client, config, wait_s, _links_ready(config))
+    _show_problems(
+        ctx, json_mode, state, port_problems(state, config, host_mtu), {"switch": _state_json(state, config)}
+    )

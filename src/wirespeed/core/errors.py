@@ -38,3 +38,7 @@ class TestbedError(WirespeedError):
 
 class NotRootError(WirespeedError):
     """An operation needs root (network namespaces, tc, sshd)."""
+
+
+class SwitchError(WirespeedError):
+    """The switch could not be reached, refused the login, or refused a change; the message names the switch."""

@@ -28,7 +28,9 @@ SPEEDS = (
 )  # fmt: skip
 FEC_MODES = ("auto", "fec74", "fec91", "off")
 L2MTU_HEADROOM = 216  # 9000 -> 9216, what the CRS804 field plan used: room for VLAN/QinQ tags
-L2MTU_MIN_OVERHEAD = 4  # below host MTU + one VLAN tag, tagged jumbo frames are dropped at the switch
+# RouterOS l2mtu >= MTU + 22 (Ethernet header 14, one VLAN tag 4, FCS 4): spark-facts problem 5; the live CRS804 ran
+# mtu=9000 l2mtu=9022. Below it full-size frames are dropped at the switch, silently.
+L2MTU_MIN_OVERHEAD = 22
 LOSSLESS_MIN_VERSION = (7, 23)
 ROCE_DSCP, ROCE_TC, CNP_DSCP, CNP_TC = 26, 3, 48, 6
 ROCE_TOS = 106  # DSCP 26 << 2 | ECT(0): what NCCL_IB_TC and cma_roce_tos take
@@ -49,11 +51,17 @@ class SwitchConfig:
     ports: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # node -> its cables' switch ports
     bridge: str | None = "bridge1"
     tls: bool = True  # https (RouterOS `www-ssl`); plain http needs RouterOS 7.9+ and `tls = false`
+    ca_file: str | None = None  # the certificate to trust for a self-signed switch (else the system's)
+    speed: str = "200G-baseCR4"  # what every fabric port should run: the rate `switch.ports` expects
+    fec_mode: str = "fec91"
 
 
 def parse_switch_table(data: Mapping[str, Any], source: str, nodes: Sequence[str]) -> SwitchConfig:
     """Read `[switch]`; each error names the file and the key, with a hint."""
-    known = {"kind", "address", "user", "password_env", "password_file", "ports", "bridge", "tls"}
+    known = {
+        "kind", "address", "user", "password_env", "password_file", "ports", "bridge", "tls", "ca_file", "speed",
+        "fec_mode",
+    }  # fmt: skip
     if "password" in data:
         raise InventoryError(
             f"{source}: [switch] password: not in the cluster file",
@@ -108,18 +116,29 @@ def parse_switch_table(data: Mapping[str, Any], source: str, nodes: Sequence[str
     tls = data.get("tls", True)
     if not isinstance(tls, bool):
         raise InventoryError(f"{source}: [switch] tls must be true or false")
-    password_file = data.get("password_file")
-    if password_file is not None and (not isinstance(password_file, str) or not password_file):
-        raise InventoryError(f"{source}: [switch] password_file must be a path")
+    paths: dict[str, str | None] = {}
+    for key in ("password_file", "ca_file"):
+        value = data.get(key)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise InventoryError(f"{source}: [switch] {key} must be a path")
+        paths[key] = value
+    speed, fec_mode = text("speed", "200G-baseCR4"), text("fec_mode", "fec91")
+    if speed not in SPEEDS:
+        raise InventoryError(f"{source}: [switch] speed {speed!r} is not a RouterOS speed", hint="e.g. 200G-baseCR4")
+    if fec_mode not in FEC_MODES:
+        raise InventoryError(f"{source}: [switch] fec_mode {fec_mode!r}", hint=f"one of {', '.join(FEC_MODES)}")
     return SwitchConfig(
         kind=kind,
         address=text("address"),
         user=text("user", "admin"),
         password_env=password_env,
-        password_file=password_file,
+        password_file=paths["password_file"],
         ports=ports,
         bridge=bridge or None,
         tls=tls,
+        ca_file=paths["ca_file"],
+        speed=speed,
+        fec_mode=fec_mode,
     )
 
 
@@ -150,6 +169,24 @@ class PlanOptions:
     @property
     def l2mtu(self) -> int:
         return self.host_mtu + L2MTU_HEADROOM
+
+    def port_settings(self) -> dict[str, str]:
+        """What each fabric port is set to, as RouterOS names and spells it (REST reads back `false` for `no`)."""
+        return {
+            "auto-negotiation": "no",
+            "speed": self.speed,
+            "fec-mode": self.fec_mode,
+            "l2mtu": str(self.l2mtu),
+            "mtu": str(self.host_mtu),
+        }
+
+
+def rate_gbps(speed: str) -> float | None:
+    """`200G-baseCR4` or monitor's `200Gbps` -> 200.0 (Gb/s, 10^9 bit/s); `100Mbps` -> 0.1; None if neither."""
+    match = re.match(r"^(\d+(?:\.\d+)?)([MG])(?:bps\b|-|$)", speed)
+    if match is None:
+        return None
+    return float(match.group(1)) * (1.0 if match.group(2) == "G" else 0.001)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from wirespeed.core.checks.model import (
     CheckInput,
     CheckResult,
     CheckStatus,
+    SwitchReading,
 )
 from wirespeed.core.counters import iface_rate
 from wirespeed.core.errors import UsageError
@@ -71,11 +72,18 @@ def select(only: Iterable[str], skip: Iterable[str]) -> list[str]:
     return [i for i in chosen if i not in skip_ids]
 
 
-def run_checks(discovery: Discovery, ids: list[str], active: ActiveResults | None = None) -> CheckRun:
+SWITCH_CHECKS = ("switch.ports", "mtu.path")
+
+
+def run_checks(
+    discovery: Discovery, ids: list[str], active: ActiveResults | None = None, switch: SwitchReading | None = None
+) -> CheckRun:
     load_checks()
-    data = CheckInput(discovery.facts, discovery.cabling, active or ActiveResults())
+    data = CheckInput(discovery.facts, discovery.cabling, active or ActiveResults(), switch)
     results: list[CheckResult] = []
     errors = list(discovery.errors.values())
+    if switch is not None and switch.error is not None:
+        errors.append(switch.error)
     for check_id in ids:
         spec = REGISTRY[check_id]
         try:

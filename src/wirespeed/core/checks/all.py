@@ -10,6 +10,7 @@ from wirespeed.core.checks import (  # noqa: F401 - imported for their @check re
     nccl,
     nic,
     rdma,
+    switch,
     sysctl,
     tools,
 )

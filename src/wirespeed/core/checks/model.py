@@ -9,6 +9,8 @@ from typing import Any
 
 from wirespeed.core.cabling import CablingMap
 from wirespeed.core.facts import NodeFacts, to_jsonable
+from wirespeed.core.routeros import SwitchConfig
+from wirespeed.core.switchstate import SwitchState
 
 
 class CheckStatus(StrEnum):
@@ -68,12 +70,22 @@ class ActiveResults:
 
 
 @dataclass(frozen=True)
+class SwitchReading:
+    """The cluster file's switch and what its REST API said (or why it could not be read)."""
+
+    config: SwitchConfig
+    state: SwitchState | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class CheckInput:
     """Everything the checks may look at. Pure data: checks never touch the system."""
 
     facts: Mapping[str, NodeFacts]
     cabling: CablingMap
     active: ActiveResults = field(default_factory=ActiveResults)
+    switch: SwitchReading | None = None  # None: the cluster file names no switch
 
 
 CheckFunction = Callable[[CheckInput], CheckResult]

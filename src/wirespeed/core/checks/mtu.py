@@ -1,7 +1,8 @@
 """mtu.host and mtu.path: every cabled half at one MTU (9000 recommended), and full-size frames cross every link.
 
 At MTU 1500 RDMA runs with 1024-byte packets and below ~80 Gb/s ("MTU not set to 9000"); a switch port with a
-smaller MTU drops jumbo frames silently (spark-facts problem 5: RouterOS l2mtu >= MTU + 22).
+smaller MTU drops jumbo frames silently (spark-facts problem 5: RouterOS l2mtu >= MTU + 22). When the cluster
+file names the switch, its ports' L2MTU and MTU explain a failed ping, or stand in for pings that were not made.
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ from wirespeed.core.checks.model import (
     result,
     skip,
 )
+from wirespeed.core.checks.switch import switch_fix, switch_problems
 from wirespeed.core.facts import Netdev, Unknown
+from wirespeed.core.routeros import L2MTU_MIN_OVERHEAD as ROUTEROS_L2MTU_OVERHEAD
+from wirespeed.core.switchstate import PortProblem
 
 HOST = "mtu.host"
 PATH = "mtu.path"
 MTU_NETPLAN = "/etc/netplan/41-wirespeed-mtu.yaml"
-ROUTEROS_L2MTU_OVERHEAD = 22
 
 End = tuple[str, str]
 
@@ -157,9 +160,31 @@ def _path_fix(data: CheckInput, key: tuple[str, str, str, str]) -> Fix:
     )
 
 
+def _clamps(data: CheckInput) -> tuple[list[PortProblem], Fix | None]:
+    """Switch ports whose L2MTU or MTU is below what their node sends, and the switch-side fix."""
+    found = switch_problems(data)
+    if found is None:
+        return [], None
+    config, _, problems = found
+    clamps = [p for p in problems if p.what in ("l2mtu", "mtu")]
+    return clamps, switch_fix(config, clamps) if clamps else None
+
+
+def _clamp_evidence(clamps: list[PortProblem]) -> list[Evidence]:
+    return [Evidence(p.node, p.port, f"switch port {p.what} (needs {p.expected})", p.found) for p in clamps]
+
+
+def _said(clamps: list[PortProblem]) -> str:
+    return joined([f"{p.port} ({p.node}) {p.what} {p.found}, needs {p.expected}" for p in clamps])
+
+
 @check(PATH, "full-MTU frames cross every link (don't-fragment ping)")
 def mtu_path(data: CheckInput) -> CheckResult:
     pings = data.active.mtu_pings
+    clamps, switch_fix_ = _clamps(data)
+    if pings is None and clamps and switch_fix_ is not None:
+        summary = f"not pinged (snapshot or --no-active), but the switch carries smaller frames: {_said(clamps)}"
+        return result(PATH, CheckStatus.FAIL, summary, _clamp_evidence(clamps), [switch_fix_])
     if pings is None:
         return skip(PATH, "not measured: snapshot or --no-active")
     if not pings:
@@ -178,4 +203,9 @@ def mtu_path(data: CheckInput) -> CheckResult:
     ]
     names = joined([f"{node} {iface} -> {peer} {addr}" for node, iface, peer, addr in failed])
     summary = f"{len(failed)} of {len(pings)} full-MTU pings got no answer: {names}"
+    involved = {n for node, _, peer, _ in failed for n in (node, peer)}
+    explaining = [p for p in clamps if p.node in involved]
+    if explaining and switch_fix_ is not None:
+        summary += f"; the switch explains it: {_said(explaining)}"
+        return result(PATH, CheckStatus.FAIL, summary, evidence + _clamp_evidence(explaining), [switch_fix_])
     return result(PATH, CheckStatus.FAIL, summary, evidence, [_path_fix(data, key) for key in failed])

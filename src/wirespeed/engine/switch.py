@@ -1,0 +1,129 @@
+"""The cluster's RouterOS switch, live: read its fabric ports, apply the plan's settings, wait for the links.
+
+Reads are five REST calls whatever the number of ports; apply is one PATCH per port (two when the L2MTU must move
+first) and one PUT or PATCH per bridge membership, each checked as it goes, so a refusal names the port it stopped
+at and what had already changed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from wirespeed.adapters.routeros_rest import DEFAULT_TIMEOUT_S, RouterOSClient, read_password
+from wirespeed.core.checks.model import SwitchReading
+from wirespeed.core.errors import SwitchError
+from wirespeed.core.routeros import SwitchConfig
+from wirespeed.core.switchstate import (
+    PortUpdate,
+    SwitchReplyError,
+    SwitchState,
+    monitor_numbers,
+    parse_state,
+)
+
+MONITOR_PROPS = "name,status,rate,auto-negotiation,full-duplex"
+
+
+def connect(
+    config: SwitchConfig,
+    *,
+    environ: Mapping[str, str] | None = None,
+    insecure: bool = False,
+    ca_file: str | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> RouterOSClient:
+    return RouterOSClient(
+        config, read_password(config, environ), insecure=insecure, ca_file=ca_file, timeout_s=timeout_s
+    )
+
+
+def read_state(client: RouterOSClient, config: SwitchConfig) -> SwitchState:
+    """Settings, link, counters and bridge of every port; `monitor` only for the fabric ports (it is per port)."""
+    resource = client.get("system/resource")
+    ethernet = client.get("interface/ethernet")
+    try:
+        fabric = monitor_numbers(ethernet, config)
+    except SwitchReplyError as exc:
+        raise SwitchError(f"switch {client.address}: {exc}", hint="is this RouterOS 7 with its REST API?") from None
+    monitor = (
+        client.post("interface/ethernet/monitor", {"numbers": ",".join(fabric), "once": "", ".proplist": MONITOR_PROPS})
+        if fabric
+        else []
+    )
+    stats = client.post("interface/ethernet/print", {"stats": "", ".proplist": "name,rx-fcs-error,rx-too-long,"
+                                                      "tx-drop-packet,rs-fec-uncorrected"})  # fmt: skip
+    bridge_ports = client.get("interface/bridge/port")
+    try:
+        return parse_state(client.address, resource, ethernet, _list(monitor), _list(stats), _list(bridge_ports))
+    except SwitchReplyError as exc:
+        raise SwitchError(f"switch {client.address}: {exc}", hint="is this RouterOS 7 with its REST API?") from None
+
+
+def _list(reply: object) -> list[Mapping[str, object]]:
+    if isinstance(reply, Mapping):
+        return [reply]
+    return [r for r in reply if isinstance(r, Mapping)] if isinstance(reply, list) else []
+
+
+@dataclass
+class ApplyLog:
+    """What apply did, call by call: kept even when a later call is refused."""
+
+    done: list[str]
+
+
+def apply_updates(
+    client: RouterOSClient, updates: list[PortUpdate], on_step: Callable[[str], None] | None = None
+) -> ApplyLog:
+    log = ApplyLog([])
+
+    def step(text: str) -> None:
+        log.done.append(text)
+        if on_step is not None:
+            on_step(text)
+
+    for update in updates:
+        try:
+            for body in update.patches:
+                client.patch(f"interface/ethernet/{update.record_id}", body)
+                step(f"{update.port} ({update.node}): " + " ".join(f"{k}={v}" for k, v in body.items()))
+            if update.join_bridge:
+                client.put("interface/bridge/port", {"bridge": update.join_bridge, "interface": update.port})
+                step(f"{update.port} ({update.node}): joined {update.join_bridge}")
+            if update.move_bridge:
+                record_id, bridge = update.move_bridge
+                client.patch(f"interface/bridge/port/{record_id}", {"bridge": bridge})
+                step(f"{update.port} ({update.node}): moved to {bridge}")
+        except SwitchError as exc:
+            already = f"; already applied: {len(log.done)} change(s)" if log.done else "; nothing was changed"
+            raise SwitchError(f"{exc.message} at port {update.port} ({update.node}){already}", exc.hint) from None
+    return log
+
+
+def wait_for_links(
+    client: RouterOSClient,
+    config: SwitchConfig,
+    wait_s: float,
+    ready: Callable[[SwitchState], bool],
+    poll_s: float = 1.0,
+) -> SwitchState:
+    """Re-read until `ready` or `wait_s` is over: a forced 200G lane takes seconds to train."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        state = read_state(client, config)
+        if ready(state) or time.monotonic() >= deadline:
+            return state
+        time.sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
+
+
+def read_for_checks(
+    config: SwitchConfig, *, insecure: bool = False, environ: Mapping[str, str] | None = None
+) -> SwitchReading:
+    """What the checks see of the switch: its state, or the one-line reason it could not be read."""
+    try:
+        client = connect(config, environ=environ, insecure=insecure)
+        return SwitchReading(config, read_state(client, config))
+    except SwitchError as exc:
+        return SwitchReading(config, None, str(exc))
