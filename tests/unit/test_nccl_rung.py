@@ -219,3 +219,36 @@ def test_full_duplex_is_twice_the_busbw_per_direction() -> None:
     assert rung.duplex_gbps == pytest.approx(320.0)
     data = rung.to_json()
     assert data["collective"]["peak_busbw_GBps"] == 20.0 and data["full_duplex_gbps"] == pytest.approx(320.0)
+
+
+def test_a_ring_gets_subnet_aware_routing_and_old_nccl_is_called_out(sparks: Discovery) -> None:
+    from wirespeed.core.nccl import ring_settings
+
+    base = next(iter(sparks.facts.values()))
+    facts = {f"s{i}": replace(base, node=f"s{i}", nccl_version=v) for i, v in enumerate(("2.30.3", "2.28.9", "2.30.1"))}
+    env: dict[str, str | None] = {}
+    notes = ring_settings(facts, sorted(facts), env)
+    assert env == {"NCCL_IB_SUBNET_AWARE_ROUTING": "1", "NCCL_IB_MERGE_NICS": "0", "NCCL_NET_PLUGIN": "none"}
+    assert notes[0].startswith("ring of 3: NCCL_IB_SUBNET_AWARE_ROUTING=1")
+    assert notes[1].startswith("NCCL below 2.30 on s1 2.28.9: a ring needs NCCL >= 2.30")
+    four = {**facts, "s3": replace(base, node="s3", nccl_version="2.30.1"), "s1": replace(base, nccl_version="2.30.1")}
+    env = {}
+    assert len(ring_settings(four, sorted(four), env)) == 1 and env["NCCL_ALGO"] == "Ring"
+    # two nodes cabled directly: none of it
+    plan = plan_nccl(sparks.facts, sparks.cabling, "all_gather", NcclOptions())
+    assert isinstance(plan, NcclPlan) and "NCCL_IB_MERGE_NICS" not in dict(plan.env) and plan.notes == ()
+    ring = replace(sparks.cabling, topology="ring")
+    plan = plan_nccl(sparks.facts, ring, "all_gather", NcclOptions())
+    assert isinstance(plan, NcclPlan) and plan.notes == ()  # a "ring" of two is a direct pair
+
+
+def test_the_hostfile_names_each_node_with_its_gpus(sparks: Discovery) -> None:
+    from wirespeed.core.nccl import hostfile
+
+    plan = plan_nccl(sparks.facts, sparks.cabling, "all_gather", NcclOptions())
+    assert isinstance(plan, NcclPlan)
+    lines = hostfile(plan).splitlines()
+    assert lines[0].startswith("# wirespeed") and lines[1:] == [f"{h} slots={n}" for h, n in plan.hosts]
+    assert mpirun_argv(plan, NcclOptions(), None)[mpirun_argv(plan, NcclOptions(), None).index("-H") + 1] == ",".join(
+        f"{h}:{n}" for h, n in plan.hosts
+    )

@@ -7,6 +7,7 @@ import re
 import sys
 from collections.abc import Sequence
 from contextlib import redirect_stdout
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -394,10 +395,14 @@ def fix_cmd(
 # --------------------------------------------------------------------------------------------------------- bench
 @cli.command("bench")
 @cluster_options
-@click.argument("what", type=click.Choice(["ladder", "tcp", "rdma", "nccl", *TCP_RUNG_NAMES]), default="ladder")
+@click.argument(
+    "what", type=click.Choice(["ladder", "tcp", "rdma", "nccl", "matrix", *TCP_RUNG_NAMES]), default="ladder"
+)
 @click.option("--seconds", type=click.IntRange(2, 3600), default=5, show_default=True, help="Seconds per TCP rung.")
 @click.option("--streams", type=click.IntRange(2, 128), default=16, show_default=True, help="Streams of tcp-multi.")
 @click.option("--bidir", is_flag=True, help="Both directions at once (iperf3 --bidir): full duplex.")
+@click.option("--interval", type=click.FloatRange(0.1, 10), default=0.5, show_default=True,
+              help="Seconds between counter samples at the wire.")  # fmt: skip
 @click.option(
     "--collectives", default="sendrecv,all_gather,all_reduce", show_default=True,
     help="nccl-tests collectives of the nccl rung, comma-separated.",
@@ -425,6 +430,7 @@ def bench_cmd(
     seconds: int,
     streams: int,
     bidir: bool,
+    interval: float,
     collectives: str,
     min_size: str,
     max_size: str,
@@ -436,7 +442,10 @@ def bench_cmd(
 ) -> None:
     """Climb the bandwidth ladder: TCP (one stream, many streams, every half at once), RDMA, and NCCL through
     nccl-tests and mpirun, each measured at the wire while it runs, with the ceiling it hit and the evidence.
-    Results go to RUNS/<timestamp>/ as they come; a rung that cannot run says why and how to fix it."""
+    Results go to RUNS/<timestamp>/ as they come; a rung that cannot run says why and how to fix it.
+
+    `bench matrix` measures every pair of nodes instead: round-robin rounds of disjoint pairs at once (N-1 rounds
+    for N nodes), both directions at once on every half, TCP and (where present) RDMA; outliers are flagged."""
     from wirespeed.core.ladder import RungResult, takeaway
     from wirespeed.core.nccl import NcclOptions
     from wirespeed.core.rdma import RdmaOptions
@@ -463,7 +472,7 @@ def bench_cmd(
     nccl_options = NcclOptions(tuple(chosen), low, high, iters, env=tuple(env_pairs), timeout_s=float(nccl_timeout))
     remote = resolve_remote(out, cluster_file, hosts, user)
     tcp_rungs = list(bench.TCP_RUNGS) if what in ("tcp", "ladder") else [what] if what in bench.TCP_RUNGS else []
-    options = bench.BenchOptions(seconds=seconds, streams=streams, bidir=bidir)
+    options = bench.BenchOptions(seconds=seconds, interval=interval, streams=streams, bidir=bidir)
     found = discover.discover_live(remote, probe=what != "nccl")
     for reason in found.errors.values():
         out.message(f"wirespeed: {reason}")
@@ -484,6 +493,8 @@ def bench_cmd(
         if not json_mode and result.status != "ran":
             out.message(f"wirespeed: {result.rung} {result.status}: {result.reason}")
 
+    if what == "matrix":
+        _bench_matrix(out, remote, found, replace(options, bidir=True), run_dir, json_mode)
     with remote.owned():
         try:
             defaults = bench.defaults_evidence(found) if tcp_rungs else []
@@ -514,6 +525,38 @@ def bench_cmd(
                     out.message(f"  {r.rung}: {line}")
         out.message(f"wirespeed: results in {run_dir.path}")
     raise SystemExit(1 if any(r.status == "failed" for r in results) else 0)
+
+
+def _bench_matrix(out: Any, remote: Remote, found: Any, options: Any, run_dir: Any, json_mode: bool) -> None:
+    """`bench matrix`: TCP then RDMA over every pair; exit 1 when a cell failed or an outlier was flagged."""
+    from wirespeed.core.matrix import MatrixCell
+    from wirespeed.engine.matrix import run_matrix
+    from wirespeed.ui.matrix import matrix_view
+
+    def said(layer: str) -> Any:
+        def on_round(number: int, total: int, cells: list[MatrixCell]) -> None:
+            shown = ", ".join(f"{c.source}->{c.target} {c.tool_gbps:.2f}" if c.tool_gbps is not None
+                              else f"{c.source}->{c.target} failed" for c in cells)  # fmt: skip
+            out.message(f"wirespeed: matrix {layer} round {number}/{total}: {shown}")
+
+        return on_round
+
+    results = []
+    with remote.owned():
+        try:
+            for layer in ("tcp", "rdma"):
+                out.message(f"wirespeed: matrix {layer} ...")
+                results.append(run_matrix(remote, found, layer, options, run_dir, on_round=said(layer)))
+        except KeyboardInterrupt:
+            out.message(f"wirespeed: interrupted; the rounds measured are in {run_dir.path}")
+    if json_mode:
+        out.data({"run": str(run_dir.path), "matrices": [m.to_json() for m in results]})
+    else:
+        for matrix in results:
+            out.console.print(matrix_view(matrix))
+        out.message(f"wirespeed: results in {run_dir.path}")
+    bad = any(m.status == "failed" or any(o.kind in ("cell", "half") for o in m.outliers) for m in results)
+    raise SystemExit(1 if bad else 0)
 
 
 # ---------------------------------------------------------------------------------------- runs, compare, baseline

@@ -7,6 +7,7 @@ can tell a tool's figure from what the links carried.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,15 +64,23 @@ def _port(facts: NodeFacts, iface: str) -> tuple[str, float | None]:
     return (port.label, facts.port_rate_gbps(port.halves)) if port else (iface, _speed(facts, iface))
 
 
+def _same_subnet(facts: NodeFacts, iface: str, address: str) -> bool:
+    """Whether `address` is on a subnet of `iface`: through a switch every half hears every other at L2, but only a
+    peer on its own subnet is reached through it (the kernel routes the others out of the sibling half)."""
+    netdev = facts.netdev(iface)
+    target = ipaddress.ip_address(address)
+    return netdev is None or any(target in ipaddress.ip_interface(c).network for c in netdev.ipv4)
+
+
 def flows_between(facts: Mapping[str, NodeFacts], cabling: CablingMap, client: str, server: str) -> list[Flow]:
-    """Every addressed link between two nodes, one flow per half, in port order."""
+    """Every addressed link between two nodes on one subnet, one flow per half, in port order."""
     flows: list[Flow] = []
     for a, b in cabling.links:
         if {a[0], b[0]} != {client, server}:
             continue
         src, dst = (a, b) if a[0] == client else (b, a)
         src_addr, dst_addr = _ipv4(facts[client], src[1]), _ipv4(facts[server], dst[1])
-        if src_addr is None or dst_addr is None:
+        if src_addr is None or dst_addr is None or not _same_subnet(facts[client], src[1], dst_addr):
             continue
         speeds = [s for s in (_speed(facts[client], src[1]), _speed(facts[server], dst[1])) if s is not None]
         pcie = [p for p in (_pcie(facts[client], src[1]), _pcie(facts[server], dst[1])) if p is not None]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +74,7 @@ class NcclPlan:
     rdma_devices: tuple[str, ...] = ()  # `dev:port` of every linked half, for the diagnosis
     fabric_interfaces: tuple[str, ...] = ()
     line_rate_gbps: float | None = None  # one node's linked halves together, per direction
+    notes: tuple[str, ...] = ()  # settings chosen for the topology, and why
 
     @property
     def ranks(self) -> int:
@@ -208,6 +209,9 @@ def plan_nccl(
             }
         )
         mca += [("btl_tcp_if_include", ",".join(subnets)), ("oob_tcp_if_include", ",".join(subnets))]
+    notes: list[str] = []
+    if cabling.topology == "ring" and len(nodes) >= 3:
+        notes += ring_settings(facts, nodes, env)
     for name, value in options.env:
         env[name] = value
 
@@ -231,7 +235,43 @@ def plan_nccl(
         rdma_devices=tuple(rdma),
         fabric_interfaces=tuple(fabric),
         line_rate_gbps=sum(rates) if rates and len(rates) == len(ports) else None,
+        notes=tuple(notes),
     )
+
+
+RING_MIN_NCCL = (2, 30)
+
+
+def _nccl_version(text: object) -> tuple[int, ...] | None:
+    """`2.28.9` (or `2.28.9+cuda13.0`, `NCCL version 2.30.1`) -> (2, 28, 9)."""
+    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text) if isinstance(text, str) else None
+    return tuple(int(g) for g in match.groups() if g is not None) if match else None
+
+
+def ring_settings(facts: Mapping[str, NodeFacts], nodes: Sequence[str], env: dict[str, str | None]) -> list[str]:
+    """A ring of Sparks (spark-facts problem 9): each node reaches its two neighbours on different subnets, and no
+    L2 path joins non-adjacent nodes, so NCCL must route by subnet and keep the NICs apart; rings of 4+ also need
+    the Ring algorithm. NCCL before 2.30 lacks subnet-aware routing (NVIDIA's 3-node ring used a patched branch)."""
+    env["NCCL_IB_SUBNET_AWARE_ROUTING"] = "1"
+    env["NCCL_IB_MERGE_NICS"] = "0"
+    env["NCCL_NET_PLUGIN"] = "none"
+    said = "NCCL_IB_SUBNET_AWARE_ROUTING=1 NCCL_IB_MERGE_NICS=0 NCCL_NET_PLUGIN=none"
+    if len(nodes) >= 4:
+        env["NCCL_ALGO"] = "Ring"
+        said += " NCCL_ALGO=Ring"
+    notes = [f"ring of {len(nodes)}: {said} (subnet-aware routing between neighbours, merged NICs off)"]
+    old = []
+    for node in nodes:
+        version = _nccl_version(facts[node].nccl_version)
+        if version is None or version < RING_MIN_NCCL:
+            shown = facts[node].nccl_version if isinstance(facts[node].nccl_version, str) else "unknown"
+            old.append(f"{node} {shown}")
+    if old:
+        notes.append(
+            f"NCCL below 2.30 on {', '.join(old)}: a ring needs NCCL >= 2.30 (or NVIDIA's dgxspark-3node-ring "
+            "branch) for subnet-aware routing; expect failures or TCP fallback until it is upgraded"
+        )
+    return notes
 
 
 def _bytes(value: int) -> str:
@@ -257,6 +297,13 @@ def mpirun_argv(plan: NcclPlan, options: NcclOptions, json_path: str | None, as_
     if json_path is not None:
         argv += ["-J", json_path]
     return argv
+
+
+def hostfile(plan: NcclPlan) -> str:
+    """The same hosts as OpenMPI's hostfile (`mpirun --hostfile FILE`): to rerun the rung by hand, or with srun."""
+    lines = [f"# wirespeed: the nodes of this rung, one rank per GPU; launched from {plan.launcher}"]
+    lines += [f"{host} slots={slots}" for host, slots in plan.hosts]
+    return "\n".join(lines) + "\n"
 
 
 def stored_json(text: str) -> str:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wirespeed.core.imported import IMPORTED_PREFIX
+from wirespeed.core.matrix import MatrixResult
 from wirespeed.core.timeline import Timeline
 
 REPORT_FORMAT_VERSION = 1
@@ -38,6 +39,7 @@ class RunReport:
     timeline: Timeline
     imported: tuple[ImportedFile, ...] = ()
     problems: tuple[str, ...] = field(default_factory=tuple)  # files that could not be read, one line each
+    matrices: tuple[MatrixResult, ...] = ()  # `bench matrix`: all pairs, per layer
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -69,6 +71,7 @@ class RunReport:
             "discovery": None if self.discovery is None else dict(self.discovery),
             "environment": [{"node": e.node, "component": e.component, "version": e.version} for e in self.environment],
             "imported": [{"name": i.name, **i.data} for i in self.imported],
+            "matrices": [m.to_json() for m in self.matrices],
             "timeline": {
                 "spans": [{"rung": s.rung, "start_s": s.start_s, "end_s": s.end_s} for s in t.spans],
                 "counter_sources": sorted(t.sources),

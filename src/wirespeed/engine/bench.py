@@ -74,6 +74,7 @@ class WireRecorder:
         self.sampler = ClusterSampler(remote, layouts, interval)
         self.meter = Meter(layouts)
         self.views: list[NodeView] = []
+        self.arrived: list[float] = []  # time.monotonic() when each view came in, for figures over a window
         self.record = record.open("a", encoding="utf-8")
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -83,6 +84,7 @@ class WireRecorder:
                 self.record.write(json.dumps(sample_to_json(item), separators=(",", ":")) + "\n")
                 view = self.meter.add(item)
                 if view is not None:
+                    self.arrived.append(time.monotonic())
                     self.views.append(view)
 
     def __enter__(self) -> WireRecorder:
@@ -95,8 +97,9 @@ class WireRecorder:
         self.thread.join(timeout=10)
         self.record.close()
 
-    def figures(self, since: float = 0.0) -> WireFigures:
-        """Averages over the views after the first `since` seconds of each node (start-up left out)."""
+    def figures(self, since: float = 0.0, between: tuple[float, float] | None = None) -> WireFigures:
+        """Averages over the views after the first `since` seconds of each node (start-up left out), or over the
+        views that came in `between` two time.monotonic() readings (one round of the matrix)."""
         tx: dict[tuple[str, str], list[float]] = {}
         rx: dict[tuple[str, str], list[float]] = {}
         busiest: dict[str, tuple[int, float]] = {}
@@ -104,9 +107,11 @@ class WireRecorder:
         errors: dict[tuple[str, str], dict[str, int]] = {}
         source = "phy"
         elapsed: dict[str, float] = {}
-        for view in self.views:
+        for arrived, view in zip(list(self.arrived), list(self.views), strict=False):
+            if between is not None and not between[0] <= arrived <= between[1]:
+                continue
             elapsed[view.node] = elapsed.get(view.node, 0.0) + view.seconds
-            if elapsed[view.node] <= since:
+            if between is None and elapsed[view.node] <= since:
                 continue
             for cable in view.cables:
                 for name, half in cable.halves.items():
@@ -185,44 +190,10 @@ def run_tcp(
     chosen = flows if rung == "tcp-halves" else flows[:1]
     streams = options.streams if rung == "tcp-multi" else 1
     layouts = [layout_from_facts(discovery.facts[n]) for n in pair]
-    base_port = random.randint(20000, 40000)  # noqa: S311 - a port choice, not a secret
     cores = _cores(remote, pair[0]) if rung == "tcp-halves" else 0
     started = time.monotonic()
-    results: list[FlowResult] = []
     with WireRecorder(remote, layouts, options.interval, run_dir.path / f"{rung}.samples.jsonl") as recorder:
-        servers = [_server(remote, flow, base_port + i) for i, flow in enumerate(chosen)]
-        try:
-            time.sleep(0.5)  # the servers bind
-            outcomes: list[tuple[Flow, str, str | None]] = [(f, "", None) for f in chosen]
-
-            def client(index: int, flow: Flow) -> None:
-                node = remote.cluster.node(flow.source[0])
-                core = index % cores if cores >= len(chosen) else None  # pin only when each flow gets its own core
-                argv = _client_argv(flow, base_port + index, options, streams, core)
-                for _ in range(40):  # the server may still be starting: iperf3 says "Connection refused"
-                    result = remote.run(node, argv, timeout_s=options.seconds + 30)
-                    if "Connection refused" not in result.stdout + result.stderr:
-                        break
-                    time.sleep(0.25)
-                outcomes[index] = (flow, result.stdout, None if result.ok else result.message)
-
-            threads = [threading.Thread(target=client, args=(i, f)) for i, f in enumerate(chosen)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-        finally:
-            stopped = [server.stop(grace_s=3.0) for server in servers]
-        for i, (flow, stdout, error) in enumerate(outcomes):
-            run_dir.write_text(f"{rung}/iperf3-{i}-{flow.source[0]}-{flow.source[1]}.json", stdout)
-            found = _flow_results(flow, stdout, error)
-            server = stopped[i] if i < len(stopped) else None
-            where = f"{flow.source[0]} -> {flow.target[0]} {flow.target[1]}"
-            for r in found:
-                if r.tool_gbps is None:
-                    beside = f" ({server.message})" if server is not None and not server.ok else ""
-                    r = replace(r, error=f"{where}: {r.error}{beside}")
-                results.append(r)
+        results = run_iperf_flows(remote, chosen, options, run_dir, rung, streams=streams, cores=cores)
     figures = recorder.figures(since=1.0)
     result = RungResult(rung, "ran", flows=tuple(results), wire=figures, seconds=time.monotonic() - started)
     failed = [r for r in results if r.tool_gbps is None]
@@ -231,6 +202,55 @@ def run_tcp(
         return replace(result, status="failed", reason=reasons)
     ceiling = diagnose(result, single_flow=rung == "tcp-single", halves_available=len(flows), defaults=defaults)
     return replace(result, ceiling=ceiling)
+
+
+def run_iperf_flows(
+    remote: Remote,
+    flows: Sequence[Flow],
+    options: BenchOptions,
+    run_dir: RunDirectory,
+    folder: str,
+    *,
+    streams: int = 1,
+    cores: int = 0,
+) -> list[FlowResult]:
+    """One iperf3 server per flow, then every client at once; the servers are stopped whatever happens, and each
+    client's JSON is kept as `<folder>/iperf3-<i>-<node>-<iface>.json`. A flow that failed says where, and why."""
+    base_port = random.randint(20000, 40000)  # noqa: S311 - a port choice, not a secret
+    outcomes: list[tuple[Flow, str, str | None]] = [(f, "", None) for f in flows]
+    servers = [_server(remote, flow, base_port + i) for i, flow in enumerate(flows)]
+    try:
+        time.sleep(0.5)  # the servers bind
+
+        def client(index: int, flow: Flow) -> None:
+            node = remote.cluster.node(flow.source[0])
+            core = index % cores if cores >= len(flows) else None  # pin only when each flow gets its own core
+            argv = _client_argv(flow, base_port + index, options, streams, core)
+            for _ in range(40):  # the server may still be starting: iperf3 says "Connection refused"
+                result = remote.run(node, argv, timeout_s=options.seconds + 30)
+                if "Connection refused" not in result.stdout + result.stderr:
+                    break
+                time.sleep(0.25)
+            outcomes[index] = (flow, result.stdout, None if result.ok else result.message)
+
+        threads = [threading.Thread(target=client, args=(i, f)) for i, f in enumerate(flows)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        stopped = [server.stop(grace_s=3.0) for server in servers]
+    results: list[FlowResult] = []
+    for i, (flow, stdout, error) in enumerate(outcomes):
+        run_dir.write_text(f"{folder}/iperf3-{i}-{flow.source[0]}-{flow.source[1]}.json", stdout)
+        server = stopped[i] if i < len(stopped) else None
+        where = f"{flow.source[0]} -> {flow.target[0]} {flow.target[1]}"
+        for r in _flow_results(flow, stdout, error):
+            if r.tool_gbps is None:
+                beside = f" ({server.message})" if server is not None and not server.ok else ""
+                r = replace(r, error=f"{where}: {r.error}{beside}")
+            results.append(r)
+    return results
 
 
 def _flow_results(flow: Flow, stdout: str, error: str | None) -> list[FlowResult]:

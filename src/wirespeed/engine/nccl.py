@@ -18,6 +18,7 @@ from wirespeed.core.nccl import (
     NcclPlan,
     NodeMemory,
     NotRunnable,
+    hostfile,
     mpirun_argv,
     parse_gpu_free,
     parse_meminfo_available,
@@ -79,6 +80,7 @@ def run_collective(
         remote.run(launcher, ["rm", "-f", json_path], timeout_s=10)
     argv = mpirun_argv(plan, options, json_path, as_root=_is_root(remote, launcher))
     run_dir.write_text(f"{rung}/command.txt", shlex.join(argv) + "\n")
+    run_dir.write_text(f"{rung}/hostfile", hostfile(plan))
     layouts = [layout_from_facts(discovery.facts[n]) for n in plan.nodes]
     started = time.monotonic()
     raw = (run_dir.path / rung / "nccl-tests.out").open("w", encoding="utf-8")
@@ -115,6 +117,7 @@ def run_collective(
     notes = tuple(
         n
         for n in (
+            *plan.notes,
             plan.capped,
             *reading.notes,
             "environment: " + " ".join(f"{k}={v}" if v is not None else k for k, v in plan.env),

@@ -89,7 +89,7 @@ def _write(run_dir: RunDirectory, rung: str, index: int, node: str, iface: str, 
         run_dir.write_text(f"{name}.err", result.stderr)
 
 
-def _run_pairs(
+def run_pairs(
     remote: Remote, rung: str, pairs: Sequence[RdmaPair], options: RdmaOptions, run_dir: RunDirectory, lat: bool
 ) -> list[PairRun]:
     """Servers first, then every client at once in threads; the servers are stopped whatever happens."""
@@ -154,7 +154,7 @@ def run_rdma_bw(
     layouts = [layout_from_facts(discovery.facts[n]) for n in nodes]
     started = time.monotonic()
     with WireRecorder(remote, layouts, options.sample_interval_s, run_dir.path / f"{rung}.samples.jsonl") as recorder:
-        runs = _run_pairs(remote, rung, planned, options, run_dir, lat=False)
+        runs = run_pairs(remote, rung, planned, options, run_dir, lat=False)
     results: list[FlowResult] = []
     for run in runs:
         for r in flow_result(run.pair, run.client_stdout, run.error):
@@ -181,7 +181,7 @@ def run_rdma_lat(remote: Remote, discovery: Discovery, options: RdmaOptions, run
     layouts = [layout_from_facts(discovery.facts[n]) for n in (pair.client.node, pair.server.node)]
     started = time.monotonic()
     with WireRecorder(remote, layouts, options.sample_interval_s, run_dir.path / f"{rung}.samples.jsonl") as recorder:
-        [run] = _run_pairs(remote, rung, [pair], options, run_dir, lat=True)
+        [run] = run_pairs(remote, rung, [pair], options, run_dir, lat=True)
     figures = recorder.figures(since=0.0)
     elapsed = time.monotonic() - started
     try:

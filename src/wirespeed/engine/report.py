@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from wirespeed.core.facts import facts_from_json
+from wirespeed.core.matrix import MatrixResult, matrix_from_json
 from wirespeed.core.meter import layout_from_facts
 from wirespeed.core.report import ImportedFile, RunReport
 from wirespeed.core.timeline import build_timeline
@@ -63,6 +64,12 @@ def load_report(path: Path) -> RunReport:
         for name in run.rungs
         if (path / f"{name}.samples.jsonl").exists()
     ]
+    matrices: list[MatrixResult] = []
+    for layer, data in run.matrices.items():
+        try:
+            matrices.append(matrix_from_json(data))
+        except (KeyError, TypeError, ValueError) as exc:
+            problems.append(f"matrix-{layer}.json: not read ({exc})")
     takeaway = _optional_json(path / "takeaway.json", problems)
     checks = _optional_json(path / "checks.json", problems)
     return RunReport(
@@ -74,4 +81,5 @@ def load_report(path: Path) -> RunReport:
         timeline=build_timeline(layouts, samples),
         imported=tuple(ImportedFile(stem, obj) for stem, obj in load_imported(path)),
         problems=tuple(problems),
+        matrices=tuple(matrices),
     )

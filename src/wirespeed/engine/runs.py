@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ class RunInfo:
     path: Path
     nodes: tuple[str, ...]
     rungs: dict[str, dict[str, Any]]
+    matrices: dict[str, dict[str, Any]] = field(default_factory=dict)  # `bench matrix` results by layer
 
 
 def _read_json(path: Path) -> Any:
@@ -38,22 +39,25 @@ def load_run(path: Path) -> RunInfo:
         raise UsageError(f"{path}: no such run directory", hint="`wirespeed runs` lists them")
     files = sorted((p for p in path.glob("*.json") if p.name not in NOT_RUNGS), key=lambda p: p.stat().st_mtime_ns)
     rungs: dict[str, dict[str, Any]] = {}
+    matrices: dict[str, dict[str, Any]] = {}
     for file in files:
         data = _read_json(file)
         if isinstance(data, dict) and "rung" in data:
             rungs[str(data["rung"])] = data
+        elif isinstance(data, dict) and file.name.startswith("matrix-") and "layer" in data:
+            matrices[str(data["layer"])] = data
     for stem, obj in load_imported(path):
         rung = imported.as_rung(stem, obj)
         if rung is not None:
             rungs[rung["rung"]] = rung
-    if not rungs:
+    if not rungs and not matrices:
         raise UsageError(f"{path}: no rung results in it", hint="`wirespeed runs` lists the runs")
     discovery = path / "discovery.json"
     nodes: tuple[str, ...] = ()
     if discovery.exists():
         found = _read_json(discovery)
         nodes = tuple(sorted(found.get("nodes", {}))) if isinstance(found, dict) else ()
-    return RunInfo(path, nodes, rungs)
+    return RunInfo(path, nodes, rungs, matrices)
 
 
 def load_imported(path: Path) -> list[tuple[str, dict[str, Any]]]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from wirespeed import __version__
 from wirespeed.core.imported import summary
+from wirespeed.core.matrix import MatrixResult
 from wirespeed.core.report import RunReport, collectives, halves
 from wirespeed.core.timeline import CableSeries, RungSpan, Timeline
 from wirespeed.core.units import format_size_bytes
@@ -300,6 +301,10 @@ def markdown(report: RunReport) -> str:
             )
         if rows := _collective_rows(rung):
             out += _md_table(COLLECTIVE_COLUMNS, rows)
+    if report.matrices:
+        out += ["## All pairs", ""]
+        for matrix in report.matrices:
+            out += _matrix_md(matrix)
     out += ["## Checks", ""]
     if report.checks is None:
         out += ["This run did not record the checks; `wirespeed check` shows them now.", ""]
@@ -433,6 +438,48 @@ def _checks_html(checks: Mapping[str, Any] | None) -> str:
     return f"{intro}<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
 
 
+def matrix_chart(matrix: MatrixResult) -> str:
+    flagged = frozenset((o.node, o.subject) for o in matrix.outliers if o.kind in ("cell", "expected"))
+    values = {(c.source, c.target): c.tool_gbps for c in matrix.cells}
+    title = (
+        f"{matrix.layer.upper()} all pairs: {matrix.pairs} pairs in {len(matrix.rounds)} rounds "
+        f"({sum(matrix.round_seconds):.1f} s)" + (", both directions at once" if matrix.bidir else "")
+    )
+    return svg.heatmap(title, matrix.nodes, matrix.nodes, values, "Gb/s per direction", flagged)
+
+
+def _matrix_html(matrix: MatrixResult) -> str:
+    if matrix.status == "skipped":
+        return f"<h3>{_h(matrix.layer.upper())}</h3><p>Skipped: {_h(matrix.reason)} ({_h(matrix.fix)})</p>"
+    parts = [f"<h3>{_h(matrix.layer.upper())}</h3>", matrix_chart(matrix)]
+    if matrix.outliers:
+        parts.append("<ul>" + "".join(f"<li>{_h(o.kind)}: {_h(o.text)}</li>" for o in matrix.outliers) + "</ul>")
+    else:
+        parts.append("<p>No outlier: every pair within 75% of the median pair.</p>")
+    if matrix.reason:
+        parts.append(f"<p>{_h(matrix.reason)}</p>")
+    return "".join(parts)
+
+
+def _matrix_md(matrix: MatrixResult) -> list[str]:
+    lines = [f"### {matrix.layer.upper()} all pairs", ""]
+    if matrix.status == "skipped":
+        return [*lines, f"Skipped: {matrix.reason} ({matrix.fix})", ""]
+    lines.append(f"{matrix.pairs} pairs in {len(matrix.rounds)} rounds, {sum(matrix.round_seconds):.1f} s; "
+                 "Gb/s per direction, rows send, columns receive.")  # fmt: skip
+    lines.append("")
+    rows = []
+    for source in matrix.nodes:
+        row = [source]
+        for target in matrix.nodes:
+            cell = matrix.cell(source, target)
+            row.append("-" if source == target else _gbps(cell.tool_gbps) if cell else "no link")
+        rows.append(row)
+    lines += _md_table(["from \\ to", *matrix.nodes], rows)
+    lines += ["", *[f"- {o.kind}: {o.text}" for o in matrix.outliers], ""]
+    return lines
+
+
 def html(report: RunReport) -> str:
     """One self-contained page: no scripts, no external resources."""
     parts = [
@@ -467,6 +514,10 @@ def html(report: RunReport) -> str:
         parts.append(chart)
     parts += [_rung_html(rung) for rung in report.rungs]
     parts.append("</section>")
+    if report.matrices:
+        parts.append('<section id="matrix"><h2>All pairs</h2>')
+        parts += [_matrix_html(m) for m in report.matrices]
+        parts.append("</section>")
     parts.append(f'<section id="checks"><h2>Checks</h2>{_checks_html(report.checks)}</section>')
     parts.append('<section id="discovery"><h2>Discovery and cabling</h2>')
     discovery = _discovery(report)

@@ -223,3 +223,50 @@ def bar_chart(title: str, bars: Sequence[Bar], unit: str, width: int = WIDTH) ->
     parts.append(_text(label_w + plot_w / 2, axis_y + 25, f"{unit} (dark tick: line rate)", size=10))
     parts.append("</svg>")
     return "".join(parts)
+
+
+def heatmap(
+    title: str,
+    rows: Sequence[str],
+    columns: Sequence[str],
+    values: dict[tuple[str, str], float | None],
+    unit: str,
+    flagged: frozenset[tuple[str, str]] = frozenset(),
+) -> str:
+    """A grid of cells (row -> column), shaded from white (0) to blue (the largest value), each labelled with its
+    value; flagged cells get a red border. A missing cell is grey; the diagonal is left blank."""
+    cell, label_w, label_h = 64, 110, 44
+    width = label_w + cell * len(columns) + RIGHT
+    height = TOP + label_h + cell * len(rows) + 34
+    parts = [f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}">']
+    parts.append(f"<title>{escape(title)}</title>")
+    parts.append(_text(8, 16, title, anchor="start", size=13, extra='font-weight="bold"'))
+    known = [v for v in values.values() if v is not None]
+    top = max(known) if known else 0.0
+    y0 = TOP + label_h
+    for j, column in enumerate(columns):
+        parts.append(_text(label_w + j * cell + cell / 2, y0 - 8, column, size=10))
+    for i, row in enumerate(rows):
+        y = y0 + i * cell
+        parts.append(_text(label_w - 6, y + cell / 2 + 4, row, anchor="end", size=10))
+        for j, column in enumerate(columns):
+            x = label_w + j * cell
+            if row == column:
+                continue
+            value = values.get((row, column))
+            if value is None:
+                fill, text = "#dddddd", "n/a" if (row, column) in values else "-"
+            else:
+                share = value / top if top > 0 else 0.0
+                fill = f"rgb({int(255 - 224 * share)},{int(255 - 136 * share)},{int(255 - 75 * share)})"
+                text = f"{value:.2f}"
+            stroke = ' stroke="#d62728" stroke-width="3"' if (row, column) in flagged else ' stroke="#ffffff"'
+            parts.append(
+                f'<rect x="{x + 1}" y="{y + 1}" width="{cell - 2}" height="{cell - 2}" fill="{fill}"{stroke}/>'
+            )
+            dark = value is not None and top > 0 and value / top > 0.6
+            parts.append(_text(x + cell / 2, y + cell / 2 + 4, text, size=11, extra='fill="#fff"' if dark else ""))
+    parts.append(_text(label_w, height - 10, f"rows send, columns receive; {unit}; red border: flagged",
+                       anchor="start", size=10))  # fmt: skip
+    parts.append("</svg>")
+    return "".join(parts)
