@@ -7,6 +7,7 @@ Registered by wirespeed.cli.app; it takes nothing from that module at import tim
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,7 +52,7 @@ def _config(cluster_file: Path | None, ports: tuple[str, ...]) -> tuple[SwitchCo
         given.setdefault(node, []).append(port)
     if given:
         merged = {**config.ports, **{node: tuple(names) for node, names in given.items()}}
-        config = SwitchConfig(**{**config.__dict__, "ports": merged})
+        config = dataclasses.replace(config, ports=merged)
     return config, cluster.names
 
 
@@ -254,10 +255,10 @@ def apply_cmd(
         else:
             out.message("wirespeed: nothing changed; run again with --yes to apply")
         raise SystemExit(0)
-    log = switch.apply_updates(client, updates, None if json_mode else lambda s: out.message(f"wirespeed: set {s}"))
+    applied = switch.apply_updates(client, updates, None if json_mode else lambda s: out.message(f"wirespeed: set {s}"))
     after = switch.wait_for_links(client, config, wait_s, _links_ready(config))
     problems = port_problems(after, config, host_mtu, options.speed)
-    _show_problems(ctx, json_mode, after, problems, {**diff, "applied": log.done})
+    _show_problems(ctx, json_mode, after, problems, {**diff, "applied": applied})
 
 
 @switch_group.command("verify")

@@ -10,6 +10,7 @@ without saying whether BW is MiB/s or Gb/s (`--report_gbits`), so the unit is to
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import json
 import math
 import re
@@ -164,34 +165,9 @@ _JSON_TEST = re.compile(
 )
 
 
-def _bw_rows(rows: list[perftest.BwRow]) -> list[dict[str, Any]]:
-    return [
-        {
-            "size_bytes": r.size_bytes,
-            "iterations": r.iterations,
-            "bw_peak_gbps": r.bw_peak_gbps,
-            "bw_avg_gbps": r.bw_avg_gbps,
-            "msg_rate_mpps": r.msg_rate_mpps,
-        }
-        for r in rows
-    ]
-
-
-def _lat_rows(rows: list[perftest.LatRow]) -> list[dict[str, Any]]:
-    return [
-        {
-            "size_bytes": r.size_bytes,
-            "iterations": r.iterations,
-            "t_min_us": r.t_min_us,
-            "t_max_us": r.t_max_us,
-            "t_typical_us": r.t_typical_us,
-            "t_avg_us": r.t_avg_us,
-            "t_stdev_us": r.t_stdev_us,
-            "p99_us": r.p99_us,
-            "p999_us": r.p999_us,
-        }
-        for r in rows
-    ]
+def _rows(rows: list[perftest.BwRow] | list[perftest.LatRow]) -> list[dict[str, Any]]:
+    """The parser's rows as the import format keeps them: the same names, already unit-named."""
+    return [dataclasses.asdict(r) for r in rows]
 
 
 def _perftest_text(text: str) -> dict[str, Any]:
@@ -214,7 +190,7 @@ def _perftest_text(text: str) -> dict[str, Any]:
         "gid_index": result.gid_index,
         "qps": result.qps,
         "units_printed": result.units,
-        "rows": _bw_rows(bw_rows) if result.kind == "bw" else _lat_rows(lat_rows),
+        "rows": _rows(bw_rows) if result.kind == "bw" else _rows(lat_rows),
     }
 
 

@@ -78,6 +78,9 @@ class SwitchState:
 
 
 def _records(reply: Any, what: str) -> list[Mapping[str, Any]]:
+    """A reply as a list of records: None is none, one object is a list of one (RouterOS answers either way)."""
+    if reply is None:
+        return []
     if isinstance(reply, Mapping):
         reply = [reply]
     if not isinstance(reply, list) or not all(isinstance(r, Mapping) for r in reply):
@@ -113,18 +116,18 @@ def parse_state(
     address: str,
     resource: Any,
     ethernet: Any,
-    monitor: Any = (),
-    stats: Any = (),
-    bridge_ports: Any = (),
+    monitor: Any = None,
+    stats: Any = None,
+    bridge_ports: Any = None,
 ) -> SwitchState:
     """The switch from its replies: `GET /system/resource`, `GET /interface/ethernet`, `POST .../monitor` (once),
     `POST .../print` with `stats`, `GET /interface/bridge/port`. Raises SwitchReplyError on a malformed reply."""
     version, board = parse_resource(resource)
-    links = {str(r.get("name")): r for r in _records(list(monitor), "/interface/ethernet/monitor")}
-    counters = {str(r.get("name")): r for r in _records(list(stats), "/interface/ethernet/print stats")}
+    links = {str(r.get("name")): r for r in _records(monitor, "/interface/ethernet/monitor")}
+    counters = {str(r.get("name")): r for r in _records(stats, "/interface/ethernet/print stats")}
     bridged = {
         str(r.get("interface")): r
-        for r in _records(list(bridge_ports), "/interface/bridge/port")
+        for r in _records(bridge_ports, "/interface/bridge/port")
         if parse_bool(r.get("disabled")) is not True
     }
     ports: dict[str, SwitchPort] = {}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 from wirespeed.adapters.routeros_rest import DEFAULT_TIMEOUT_S, RouterOSClient, read_password
 from wirespeed.core.checks.model import SwitchReading
@@ -56,31 +55,19 @@ def read_state(client: RouterOSClient, config: SwitchConfig) -> SwitchState:
                                                       "tx-drop-packet,rs-fec-uncorrected"})  # fmt: skip
     bridge_ports = client.get("interface/bridge/port")
     try:
-        return parse_state(client.address, resource, ethernet, _list(monitor), _list(stats), _list(bridge_ports))
+        return parse_state(client.address, resource, ethernet, monitor, stats, bridge_ports)
     except SwitchReplyError as exc:
         raise SwitchError(f"switch {client.address}: {exc}", hint="is this RouterOS 7 with its REST API?") from None
 
 
-def _list(reply: object) -> list[Mapping[str, object]]:
-    if isinstance(reply, Mapping):
-        return [reply]
-    return [r for r in reply if isinstance(r, Mapping)] if isinstance(reply, list) else []
-
-
-@dataclass
-class ApplyLog:
-    """What apply did, call by call: kept even when a later call is refused."""
-
-    done: list[str]
-
-
 def apply_updates(
     client: RouterOSClient, updates: list[PortUpdate], on_step: Callable[[str], None] | None = None
-) -> ApplyLog:
-    log = ApplyLog([])
+) -> list[str]:
+    """Each port's calls in order; what was done, a line per call. A refusal says how much was already applied."""
+    done: list[str] = []
 
     def step(text: str) -> None:
-        log.done.append(text)
+        done.append(text)
         if on_step is not None:
             on_step(text)
 
@@ -97,9 +84,9 @@ def apply_updates(
                 client.patch(f"interface/bridge/port/{record_id}", {"bridge": bridge})
                 step(f"{update.port} ({update.node}): moved to {bridge}")
         except SwitchError as exc:
-            already = f"; already applied: {len(log.done)} change(s)" if log.done else "; nothing was changed"
+            already = f"; already applied: {len(done)} change(s)" if done else "; nothing was changed"
             raise SwitchError(f"{exc.message} at port {update.port} ({update.node}){already}", exc.hint) from None
-    return log
+    return done
 
 
 def wait_for_links(
