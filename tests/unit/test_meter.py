@@ -17,6 +17,7 @@ from wirespeed.core.meter import (
     NodeSample,
     NodeView,
     sample_from_json,
+    sample_line,
     sample_to_json,
 )
 
@@ -318,6 +319,11 @@ def test_sample_json_round_trip() -> None:
     assert sample_from_json(data) == original
     assert data["ifaces"][A]["stats"]["tx_bytes_phy"] == 1 << 62
     assert data["cpu"][1] == [9, 10, 11, 12, 13, 14, 15, 16]
+    # the record keeps the node's own line (extra keys from a newer agent included); a sample made here is encoded
+    newer = json.dumps({**data, "from_a_newer_agent": 1}, separators=(",", ":"))
+    received = sample_from_json(json.loads(newer), newer)
+    assert received == original and sample_line(received) == newer
+    assert sample_from_json(json.loads(sample_line(original))) == original
 
 
 def test_sample_from_json_minimal_and_bad() -> None:

@@ -37,6 +37,7 @@ class FakeSsh:
 
     program: Sequence[str] = ()
     via_ssh: bool = True
+    via_srun: bool = False
     wrapped: list[list[str]] = field(default_factory=list)
 
     def wrap(self, node: Node, argv: Sequence[str]) -> list[str]:
@@ -156,6 +157,21 @@ def test_ssh_failures_are_classified_with_the_destination() -> None:
     )
     refused = remote.run(node, ["sh", "-c", "echo 'ssh: connect to host x port 22: Connection refused' >&2; exit 255"])
     assert refused.status is Status.UNREACHABLE
+
+
+def test_srun_steps_are_watched_and_their_launch_failures_classified() -> None:
+    fake = FakeSsh(via_ssh=False, via_srun=True)
+    remote = Remote(local_cluster(1), transport_factory=lambda node: fake)
+    node = remote.cluster.nodes[0]
+    failed = remote.run(node, ["sh", "-c", "echo 'srun: error: Unable to create step for job 7: Invalid' >&2; exit 1"])
+    assert fake.wrapped[0][:4] == ["sh", "-c", WATCHDOG_SCRIPT, "wirespeed-watchdog"]
+    assert failed.status is Status.UNREACHABLE
+    assert failed.message == (
+        "n1: srun could not start a step (alice@localhost:2222): Unable to create step for job 7: Invalid"
+    )
+    process = remote.start(node, ["sleep", "30"])
+    stopped = process.stop(grace_s=5)
+    assert stopped.ok and process.via_srun  # closing stdin stopped it, as over ssh
 
 
 def test_input_text_is_not_watched() -> None:

@@ -22,6 +22,7 @@ class Transport(Protocol):
     """Turns a command for a node into the local argv that runs it there."""
 
     via_ssh: bool
+    via_srun: bool
 
     def wrap(self, node: Node, argv: Sequence[str]) -> list[str]: ...
 
@@ -32,6 +33,7 @@ class LocalTransport:
     """Runs on this machine, as it is."""
 
     via_ssh = False
+    via_srun = False
 
     def wrap(self, node: Node, argv: Sequence[str]) -> list[str]:
         return list(argv)
@@ -55,6 +57,7 @@ class SshTransport:
     control_dir: Path | None = None
     control_persist_s: int = 30
     via_ssh: bool = True
+    via_srun: bool = False
 
     def destination(self, node: Node) -> str:
         user = f"{node.user}@" if node.user else ""

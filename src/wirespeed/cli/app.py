@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from wirespeed import __version__
+from wirespeed.adapters.slurm import SrunTransport
 from wirespeed.cli.importing import import_cmd
 from wirespeed.cli.output import Environment, Output
 from wirespeed.cli.switch import switch_group
 from wirespeed.core.errors import UsageError, WirespeedError
 from wirespeed.core.outcome import worst_exit_status
+from wirespeed.core.slurm import Launcher
 from wirespeed.core.units import parse_rate_bps
 from wirespeed.engine.clusters import resolve_cluster
 from wirespeed.engine.remote import Remote, check_agents
@@ -50,7 +52,24 @@ def json_option(func: Any) -> Any:
     return click.option("--json", "json_mode", is_flag=True, help="Machine output on stdout; messages on stderr.")(func)
 
 
+LAUNCHER_META = "wirespeed.launcher"
+
+
+def _remember_launcher(ctx: click.Context, _: click.Parameter, value: str) -> None:
+    ctx.meta[LAUNCHER_META] = Launcher(value)
+
+
 def cluster_options(func: Any) -> Any:
+    func = click.option(
+        "--launcher",
+        type=click.Choice([item.value for item in Launcher]),
+        default=Launcher.AUTO.value,
+        show_default=True,
+        envvar="WIRESPEED_LAUNCHER",
+        expose_value=False,
+        callback=_remember_launcher,
+        help="How processes start on the nodes: srun inside a Slurm allocation that holds them (auto), or ssh.",
+    )(func)
     func = click.option("--user", "-l", help="User for --hosts entries without user@.")(func)
     func = click.option("--hosts", help="Comma-separated hosts (user@host:port allowed) instead of a cluster file.")(
         func
@@ -78,9 +97,13 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 def resolve_remote(out: Output, cluster_file: Path | None, hosts: str | None, user: str | None) -> Remote:
     """The nodes a command acts on; an implicit choice (testbed, localhost) is said on stderr."""
-    resolved = resolve_cluster(cluster_file, hosts, user)
+    launcher = click.get_current_context().meta.get(LAUNCHER_META, Launcher.AUTO)
+    resolved = resolve_cluster(cluster_file, hosts, user, launcher)
     if resolved.note:
         out.message(f"wirespeed: {resolved.note}")
+    if resolved.slurm is not None:
+        transport = SrunTransport(resolved.slurm.job_id, resolved.slurm.slurm_names)
+        return Remote(resolved.cluster, transport_factory=lambda node: transport)
     return Remote(resolved.cluster)
 
 
@@ -978,6 +1001,7 @@ prefix_option = click.option(
 @click.option("--mtu", type=int, default=9000, show_default=True, help="MTU of the fabric interfaces.")
 @click.option("--switch-mtu", type=int, default=None, help="MTU of the switch ports (default: --mtu).")
 @click.option("--miswire", is_flag=True, help="Cross-cable: swap node 2's ports (a fault for discovery to find).")
+@click.option("--slurm", is_flag=True, help="Also run Slurm: slurmctld here, a slurmd inside every node.")
 @json_option
 @pass_ctx
 def testbed_up(
@@ -990,13 +1014,17 @@ def testbed_up(
     mtu: int,
     switch_mtu: int | None,
     miswire: bool,
+    slurm: bool,
     json_mode: bool,
 ) -> None:
     """Create the emulated cluster (or recover a half-built one) and write its cluster file."""
     from wirespeed.testbed import build
+    from wirespeed.testbed.slurm import require_slurm, start_slurm
 
     out = ctx.output(json_mode)
     count = nodes if nodes is not None else {"direct": 2, "ring": 3, "switch": 4}[topology]
+    if slurm:
+        require_slurm()  # before anything is built
     state = build.up(
         prefix=prefix,
         nodes=count,
@@ -1008,6 +1036,9 @@ def testbed_up(
         miswire=miswire,
         progress=lambda text: out.message(f"testbed: {text}"),
     )
+    if slurm:
+        conf = start_slurm(state)
+        out.message(f"testbed: Slurm is up: SLURM_CONF={conf} salloc -N {count} wirespeed bench ...")
     status = build.status(prefix)
     if json_mode:
         out.data(status)

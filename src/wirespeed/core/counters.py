@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 PHY = ("tx_bytes_phy", "rx_bytes_phy", "tx_packets_phy", "rx_packets_phy")
 NETDEV = ("tx_bytes", "rx_bytes", "tx_packets", "rx_packets")
@@ -116,6 +117,7 @@ WIDTH = 64
 NEAR_TOP = 1 << 40  # a 64-bit counter within this of 2^64 may wrap; anything else going backwards was reset
 
 
+@lru_cache(maxsize=8192)  # the controller asks for every counter of every line; the names repeat
 def is_error_counter(name: str) -> bool:
     return name in ERROR_NAMES or bool(ERROR_PATTERN.match(name))
 

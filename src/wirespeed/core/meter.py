@@ -6,6 +6,7 @@ The layout (which halves make which cable, at what line rate) comes from discove
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,6 +87,7 @@ class NodeSample:
     wall: float | None = None  # the node's wall clock, for records
     missing: tuple[str, ...] = ()  # asked for, not there now (unplugged, renamed and not yet found)
     renamed: Mapping[str, str] = field(default_factory=dict)  # name asked for -> name it has now
+    line: str | None = field(default=None, compare=False, repr=False)  # the JSON line it came in as, if any
 
 
 @dataclass(frozen=True)
@@ -244,8 +246,9 @@ class Meter:
         )
 
 
-def sample_from_json(data: Mapping[str, Any]) -> NodeSample:
-    """One JSON line of `wirespeed agent sample`; raises ValueError/KeyError/TypeError on anything else."""
+def sample_from_json(data: Mapping[str, Any], line: str | None = None) -> NodeSample:
+    """One JSON line of `wirespeed agent sample` (`line`: its text, kept for the record); raises
+    ValueError/KeyError/TypeError on anything else."""
     ifaces = {
         name: IfaceReading(
             stats={k: int(v) for k, v in raw.get("stats", {}).items()},
@@ -264,7 +267,16 @@ def sample_from_json(data: Mapping[str, Any]) -> NodeSample:
         wall=float(data["wall"]) if data.get("wall") is not None else None,
         missing=tuple(data.get("missing", ())),
         renamed=dict(data.get("renamed", {})),
+        line=line,
     )
+
+
+def sample_line(sample: NodeSample) -> str:
+    """The sample as one line of a samples.jsonl record: the node's own line when it came as one (encoding it
+    again was a sixth of the controller's work per line), else encoded."""
+    if sample.line is not None:
+        return sample.line
+    return json.dumps(sample_to_json(sample), separators=(",", ":"))
 
 
 def sample_to_json(sample: NodeSample) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import ipaddress
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from wirespeed.core.cabling import CablingMap
@@ -75,6 +75,7 @@ class NcclPlan:
     fabric_interfaces: tuple[str, ...] = ()
     line_rate_gbps: float | None = None  # one node's linked halves together, per direction
     notes: tuple[str, ...] = ()  # settings chosen for the topology, and why
+    launch_env: tuple[tuple[str, str], ...] = ()  # mpirun's own environment (not passed to the ranks)
 
     @property
     def ranks(self) -> int:
@@ -281,10 +282,32 @@ def _bytes(value: int) -> str:
     return f"{value} B"
 
 
+def for_slurm(plan: NcclPlan, slurm_names: Mapping[str, str], job_id: str) -> NcclPlan:
+    """The plan when mpirun itself runs as a step of a Slurm job: OpenMPI then starts its daemons with srun, which
+    wants Slurm's node names; its host list must come from -H, not from the one-node step it runs in; and its
+    srun must share the nodes with wirespeed's own steps."""
+    if len(plan.nodes) < 2:
+        return plan
+    pairs = zip(plan.nodes, plan.hosts, strict=True)
+    hosts = tuple((slurm_names.get(node, host), slots) for node, (host, slots) in pairs)
+    note = (
+        f"inside Slurm job {job_id}: mpirun starts its daemons with srun (hosts by Slurm name, --mca ras ^slurm "
+        "so -H gives them, SLURM_OVERLAP=1 beside wirespeed's steps)"
+    )
+    return replace(
+        plan,
+        hosts=hosts,
+        mca=(*plan.mca, ("ras", "^slurm")),
+        launch_env=(*plan.launch_env, ("SLURM_OVERLAP", "1")),
+        notes=(*plan.notes, note),
+    )
+
+
 def mpirun_argv(plan: NcclPlan, options: NcclOptions, json_path: str | None, as_root: bool = False) -> list[str]:
     """mpirun's argv on the launcher: hosts with their slots, OpenMPI's TCP subnets, NCCL's environment with
     `-x`, then the nccl-tests binary with identical arguments for every rank."""
-    argv = ["mpirun"]
+    argv = ["env", *(f"{name}={value}" for name, value in plan.launch_env)] if plan.launch_env else []
+    argv.append("mpirun")
     if as_root:
         argv.append("--allow-run-as-root")
     argv += ["--bind-to", "none", "-np", str(plan.ranks), "-H", ",".join(f"{h}:{n}" for h, n in plan.hosts)]

@@ -82,6 +82,14 @@ class CommandResult:
         }
 
 
+# srun's own failures (the step never started) and its report of a task's end (the task's own stderr says more).
+_SRUN_LAUNCH_ERROR = re.compile(
+    r"^srun: (?:error|fatal): (?!\S+: tasks? [\d,-]+: )(.*)$",
+    re.M,
+)
+_SRUN_TASK_LINE = re.compile(r"^srun: error: \S+: tasks? [\d,-]+: .*$", re.M)
+
+
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else ""
@@ -100,6 +108,7 @@ def classify(
     via_ssh: bool,
     destination: str,
     spawn_failed: str | None = None,
+    via_srun: bool = False,
 ) -> CommandResult:
     """Turn a finished process into a `CommandResult` with a one-line message naming the node.
 
@@ -114,6 +123,8 @@ def classify(
     if spawn_failed is not None:
         if via_ssh:
             return result(Status.NOT_FOUND, f"cannot start ssh: {spawn_failed}", "install openssh-client")
+        if via_srun:
+            return result(Status.NOT_FOUND, f"cannot start srun: {spawn_failed}", "install slurm-client")
         return result(Status.NOT_FOUND, f"command not found: {program}", f"install {program} on {node}")
     if timed_out:
         return result(
@@ -130,11 +141,20 @@ def classify(
             if pattern.search(stderr):
                 detail = _last_line(stderr)
                 return result(status, f"{what} ({destination}): {detail}", hint.format(dest=destination))
+    if via_srun:
+        launch = _SRUN_LAUNCH_ERROR.findall(stderr)
+        if launch:
+            return result(
+                Status.UNREACHABLE,
+                f"srun could not start a step ({destination}): {launch[-1].strip()}",
+                "check that the node is in the allocation (squeue -j $SLURM_JOB_ID) and that slurmd runs there",
+            )
+    own_stderr = _SRUN_TASK_LINE.sub("", stderr) if via_srun else stderr
     if returncode == 127:
         return result(Status.NOT_FOUND, f"command not found: {program}", f"install {program} on {node}")
     if returncode == 126:
         return result(Status.NOT_FOUND, f"command not executable: {program}", f"check permissions of {program}")
-    detail = _last_line(stderr) or _last_line(stdout)
+    detail = _last_line(own_stderr) or _last_line(stdout)
     suffix = f": {detail}" if detail else ""
     if returncode is not None and returncode < 0:
         return result(Status.FAILED, f"{program} killed by signal {-returncode}{suffix}")

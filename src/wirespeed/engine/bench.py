@@ -25,7 +25,7 @@ from wirespeed.core.ladder import (
     first_pair,
     flows_between,
 )
-from wirespeed.core.meter import Meter, NodeLayout, NodeSample, NodeView, layout_from_facts, sample_to_json
+from wirespeed.core.meter import Meter, NodeLayout, NodeSample, NodeView, layout_from_facts, sample_line
 from wirespeed.core.parsers.iperf3 import parse_json
 from wirespeed.engine.discover import Discovery
 from wirespeed.engine.remote import Remote, RemoteProcess
@@ -81,7 +81,7 @@ class WireRecorder:
     def _run(self) -> None:
         for item in self.sampler.samples(timeout_s=1.0):
             if isinstance(item, NodeSample):
-                self.record.write(json.dumps(sample_to_json(item), separators=(",", ":")) + "\n")
+                self.record.write(sample_line(item) + "\n")
                 view = self.meter.add(item)
                 if view is not None:
                     self.arrived.append(time.monotonic())

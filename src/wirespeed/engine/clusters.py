@@ -1,19 +1,25 @@
-"""Which nodes a command acts on: --cluster FILE, --hosts LIST, an up testbed, or this machine."""
+"""Which nodes a command acts on (--cluster FILE, --hosts LIST, a Slurm allocation, an up testbed, or this machine)
+and how commands reach them (ssh, or srun inside the allocation)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from wirespeed.core.errors import InventoryError, UsageError
 from wirespeed.core.inventory import Cluster, local_cluster, parse_cluster_toml, parse_host_list
 from wirespeed.core.routeros import SwitchConfig, parse_switch_table
+from wirespeed.core.slurm import Launcher, SlurmChoice, allocation_from_env, choose_launch
 
 
 @dataclass(frozen=True)
 class ResolvedCluster:
     cluster: Cluster
     note: str | None  # said on stderr when the choice was implicit
+    slurm: SlurmChoice | None = None  # set when srun starts the processes
 
 
 def load_cluster_file(path: Path) -> Cluster:
@@ -26,14 +32,27 @@ def load_cluster_file(path: Path) -> Cluster:
     return parse_cluster_toml(text, str(path))
 
 
-def resolve_cluster(cluster_file: Path | None, hosts: str | None, user: str | None = None) -> ResolvedCluster:
-    """Explicit beats implicit; with nothing given, an up testbed is used (and said), else localhost."""
+def resolve_cluster(
+    cluster_file: Path | None,
+    hosts: str | None,
+    user: str | None = None,
+    launcher: Launcher = Launcher.AUTO,
+    env: Mapping[str, str] | None = None,
+) -> ResolvedCluster:
+    """Explicit beats implicit; with nothing given, a Slurm allocation this runs in gives the nodes, else an up
+    testbed is used (and said), else localhost. Inside an allocation that holds every node, srun starts the
+    processes (`--launcher ssh` keeps ssh)."""
     if cluster_file and hosts:
         raise UsageError("give --cluster or --hosts, not both")
+    named: Cluster | None = None
     if cluster_file:
-        return ResolvedCluster(load_cluster_file(cluster_file), None)
-    if hosts:
-        return ResolvedCluster(parse_host_list(hosts, user), None)
+        named = load_cluster_file(cluster_file)
+    elif hosts:
+        named = parse_host_list(hosts, user)
+    environment = os.environ if env is None else env
+    choice = choose_launch(launcher, named, allocation_from_env(environment), shutil.which("srun") is not None)
+    if choice.cluster is not None:
+        return ResolvedCluster(choice.cluster, choice.note, choice.slurm)
     from wirespeed.testbed.build import find_up_testbeds
 
     up = find_up_testbeds()

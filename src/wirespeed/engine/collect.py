@@ -225,13 +225,23 @@ def _rdma(source: NodeSource, v4: dict[str, set[str]]) -> tuple[tuple[RdmaDevice
 
 
 def _management(source: NodeSource, netdevs: list[Netdev]) -> str | Unknown:
-    """The interface of the ssh session's server address, else of the default route."""
+    """The interface of the ssh session's server address, else the one that reaches the host srun started this
+    job step from, else that of the default route."""
     session = source.output("ssh_connection", lambda: Output(0, os.environ.get("SSH_CONNECTION", "")))
     parts = session.stdout.split()
     if len(parts) == 4:
         for netdev in netdevs:
             if any(address.split("/")[0] == parts[2] for address in netdev.ipv4 + netdev.ipv6):
                 return netdev.name
+    launch = source.output("slurm_launch_node", lambda: Output(0, os.environ.get("SLURM_LAUNCH_NODE_IPADDR", "")))
+    launch_address = launch.stdout.strip()
+    if launch.ok and launch_address:
+        towards = source.output("slurm_launch_route", lambda: run_command(["ip", "-j", "route", "get", launch_address]))
+        if towards.ok:
+            with contextlib.suppress(ValueError):
+                device = sv.route_get_iface(towards.stdout)
+                if device and device != "lo":
+                    return device
     route = source.output("ip_route", lambda: run_command(["ip", "-j", "route", "show", "table", "main"]))
     if route.ok:
         try:
@@ -240,7 +250,7 @@ def _management(source: NodeSource, netdevs: list[Netdev]) -> str | Unknown:
             device = None
         if device:
             return device
-    return Unknown("no ssh session address and no default route")
+    return Unknown("no ssh session address, no Slurm launch node and no default route")
 
 
 def _is_fabric_candidate(source: NodeSource, netdev: Netdev, management: str | Unknown) -> bool:

@@ -10,6 +10,7 @@ import threading
 import time
 from dataclasses import replace
 
+from wirespeed.adapters.slurm import SrunTransport
 from wirespeed.core.inventory import Node
 from wirespeed.core.ladder import RungResult, diagnose_collective
 from wirespeed.core.meter import layout_from_facts
@@ -18,6 +19,7 @@ from wirespeed.core.nccl import (
     NcclPlan,
     NodeMemory,
     NotRunnable,
+    for_slurm,
     hostfile,
     mpirun_argv,
     parse_gpu_free,
@@ -73,6 +75,10 @@ def run_collective(
     if isinstance(plan, NotRunnable):
         return RungResult(rung, "skipped", plan.reason, plan.fix)
     launcher = remote.cluster.node(plan.launcher)
+    transport = remote.transport(launcher)
+    if isinstance(transport, SrunTransport):
+        names = {name: transport.slurm_name(remote.cluster.node(name)) for name in plan.nodes}
+        plan = for_slurm(plan, names, transport.job_id)
     usage = remote.run(launcher, [plan.binary, "-h"], timeout_s=60)
     json_path = None
     if supports_json_output(usage.stdout + usage.stderr):

@@ -40,6 +40,7 @@ class RemoteProcess:
     popen: subprocess.Popen[str]
     via_ssh: bool
     destination: str
+    via_srun: bool = False
     _stderr_lines: list[str] = field(default_factory=list)
 
     def lines(self) -> Iterator[str]:
@@ -84,6 +85,7 @@ class RemoteProcess:
             timeout_s=None,
             via_ssh=self.via_ssh,
             destination=self.destination,
+            via_srun=self.via_srun,
         )
 
 
@@ -120,8 +122,8 @@ class Remote:
     ) -> CommandResult:
         """Run argv on one node and classify the outcome."""
         transport = self.transport(node)
-        # Over ssh the command is watched: if we give up (timeout, Ctrl-C), the closed channel stops it there.
-        watched = transport.via_ssh and input_text is None
+        # Over ssh or srun the command is watched: if we give up (timeout, Ctrl-C), the closed stdin stops it there.
+        watched = (transport.via_ssh or transport.via_srun) and input_text is None
         local_argv = transport.wrap(node, watchdog_argv(argv) if watched else argv)
         outcome = run_process(local_argv, timeout_s=timeout_s, input_text=input_text, hold_stdin=watched)
         return classify(
@@ -136,6 +138,7 @@ class Remote:
             via_ssh=transport.via_ssh,
             destination=transport.destination(node),
             spawn_failed=outcome.spawn_error,
+            via_srun=transport.via_srun,
         )
 
     def run_all(
@@ -161,7 +164,9 @@ class Remote:
         """Start a long-running command that dies with this controller (see `RemoteProcess`)."""
         transport = self.transport(node)
         popen = spawn(transport.wrap(node, watchdog_argv(argv)))
-        process = RemoteProcess(node, tuple(argv), popen, transport.via_ssh, transport.destination(node))
+        process = RemoteProcess(
+            node, tuple(argv), popen, transport.via_ssh, transport.destination(node), transport.via_srun
+        )
         with self._lock:
             self._started.append(process)
         return process

@@ -112,7 +112,7 @@ class ClusterSampler:
         try:
             for line in process.lines():
                 try:
-                    self._queue.put(sample_from_json(json.loads(line)))
+                    self._queue.put(sample_from_json(json.loads(line), line))
                 except (ValueError, KeyError, TypeError):
                     reason = f"unexpected sampler output: {line[:80]!r}"
         except (OSError, ValueError):

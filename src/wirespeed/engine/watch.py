@@ -4,7 +4,6 @@ alongside and stop when it ends. Every raw sample can be recorded as it arrives 
 from __future__ import annotations
 
 import collections
-import json
 import subprocess
 import threading
 import time
@@ -15,7 +14,7 @@ from typing import IO
 
 from wirespeed.adapters.process import kill_group
 from wirespeed.core.errors import WirespeedError
-from wirespeed.core.meter import Meter, NodeLayout, NodeView, sample_to_json
+from wirespeed.core.meter import Meter, NodeLayout, NodeView, sample_line
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.sampling import ClusterSampler, Ended
 
@@ -101,7 +100,7 @@ def watch(
             elif item is not None:
                 result.samples += 1
                 if record is not None:
-                    record.write(json.dumps(sample_to_json(item), separators=(",", ":")) + "\n")
+                    record.write(sample_line(item) + "\n")
                     record.flush()
                 view = meter.add(item)
                 if view is not None:

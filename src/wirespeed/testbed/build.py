@@ -519,6 +519,7 @@ def status(prefix: str = "spark-") -> dict[str, Any]:
             "netns": plan.switch_netns,
             "ports": interfaces(state, plan.switch_netns) if plan.switch_netns in live else [],
         }
+    slurm_conf = state.directory / "slurm" / "slurm.conf"
     return {
         "prefix": prefix,
         "phase": state.phase if not problems else "degraded",
@@ -529,6 +530,7 @@ def status(prefix: str = "spark-") -> dict[str, Any]:
         "mgmt_subnet": plan.mgmt_subnet,
         "cluster_file": str(state.cluster_file),
         "ssh_config": str(state.ssh_config),
+        "slurm_conf": str(slurm_conf) if slurm_conf.exists() else None,  # `testbed up --slurm`
         "problems": problems,
         "faults": state.faults,
         "nodes": nodes,

@@ -61,6 +61,8 @@ def testbed_status(status: dict[str, Any]) -> RenderableType:
     if status.get("switch"):
         parts.append(_iface_table(f"switch ({status['switch']['netns']})", status["switch"]["ports"], with_peer=False))
     parts.append(Text(f"cluster file: {status['cluster_file']}", style="dim"))
+    if status.get("slurm_conf"):
+        parts.append(Text(f"Slurm: SLURM_CONF={status['slurm_conf']} salloc -N <nodes> wirespeed ...", style="dim"))
     return Group(*parts)
 
 

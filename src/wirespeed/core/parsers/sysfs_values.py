@@ -108,6 +108,15 @@ def default_route_iface(text: str) -> str | None:
     return None
 
 
+def route_get_iface(text: str) -> str | None:
+    """`ip -j route get ADDR` -> the interface that reaches ADDR, if any."""
+    data = json.loads(text) if text.strip() else []
+    for route in data if isinstance(data, list) else []:
+        if isinstance(route, dict) and route.get("dev"):
+            return str(route["dev"])
+    return None
+
+
 def iperf3_version(text: str) -> str:
     """`iperf 3.16 (cJSON 1.7.15)` -> `3.16`."""
     match = re.search(r"iperf\s+(\d+\.\d+(?:\.\d+)?)", text)

@@ -1,0 +1,140 @@
+"""What the controller spends on each sampler line, against what 32, 128 and 1024 nodes send, in one run.
+
+Every node's `wirespeed agent sample` sends a JSON line per interval; the controller parses it, meters it and
+appends it to `<rung>.samples.jsonl` (`engine.bench.WireRecorder`). The lines here are Spark-shaped: 4 halves,
+each with the driver counters `select_counters` keeps from the real mlx5 `ethtool -S` fixture, netdev and RDMA
+counters, and 20 cores. Also timed: the matrix's per-round wire figures (`WireRecorder.figures(between=...)`),
+which scan every view kept so far, after 1 and after many rounds. Pure CPU; no root.
+
+    .venv/bin/python benchmarks/bench_controller.py [--nodes 1024] [--seconds 10] [--interval 0.5] [--json out]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import time
+from pathlib import Path
+
+from wirespeed.core.counters import select_counters
+from wirespeed.core.meter import (
+    Cable,
+    Meter,
+    NodeLayout,
+    NodeView,
+    sample_from_json,
+    sample_line,
+    sample_to_json,
+)
+from wirespeed.core.parsers.ethtool import parse_stats
+from wirespeed.engine.bench import WireRecorder
+
+FIXTURE = Path(__file__).parent.parent.parent / "shared" / "fixtures" / "ethtool"
+HALVES = ("enp1s0f0np0", "enP2p1s0f0np0", "enp1s0f1np1", "enP2p1s0f1np1")
+
+
+def spark_stats() -> dict[str, int]:
+    text = (FIXTURE / "ethtool_S_mlx5_xdp_kernel5.15_nonzero_only.txt").read_text()
+    stats = parse_stats(text)
+    kept = {name: stats[name] for name in select_counters(stats)}
+    for name in ("tx_bytes_phy", "rx_bytes_phy", "tx_packets_phy", "rx_packets_phy"):
+        kept.setdefault(name, 0)
+    return kept
+
+
+def line(node: str, step: int, interval: float, stats: dict[str, int]) -> str:
+    grow = step * 12_500_000_000  # 100 Gb/s per half per direction, per second of samples
+    ifaces = {
+        half: {
+            "stats": {k: v + (grow if k.endswith("bytes_phy") else 0) for k, v in stats.items()},
+            "netdev": {"tx_bytes": step, "rx_bytes": step, "tx_packets": step, "rx_packets": step},
+            "rdma": {"port_xmit_data": step * 1000, "port_rcv_data": step * 1000},
+            "pci": "0000:01:00.0",
+            "speed_mbps": 200000,
+        }
+        for half in HALVES
+    }
+    cpu = [[100 * step, 0, 50 * step, 1000 * step, 0, 0, 0, 0] for _ in range(20)]
+    data = {"node": node, "t": step * interval, "wall": 1.7e9 + step * interval, "ifaces": ifaces, "cpu": cpu}
+    return json.dumps(data, separators=(",", ":"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=1024)
+    parser.add_argument("--seconds", type=float, default=10.0, help="simulated seconds (one matrix round)")
+    parser.add_argument("--interval", type=float, default=0.5)
+    parser.add_argument("--rounds", type=int, default=20, help="rounds kept before timing a late round's figures")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    stats = spark_stats()
+    steps = int(args.seconds / args.interval)
+    nodes = [f"spark-{i}" for i in range(1, args.nodes + 1)]
+    layouts = [NodeLayout(n, (Cable("port 0", HALVES[:2], 200.0), Cable("port 1", HALVES[2:], 200.0))) for n in nodes]
+    lines = [line(n, s, args.interval, stats) for s in range(steps + 1) for n in nodes]  # time order, as they come
+
+    def controller(reencode: bool) -> tuple[float, list[NodeView]]:
+        """WireRecorder._run's work per line, plus the parsing ClusterSampler does; seconds per line."""
+        meter = Meter(layouts)
+        record = io.StringIO()
+        views: list[NodeView] = []
+        started = time.perf_counter()
+        for text in lines:
+            sample = sample_from_json(json.loads(text), text)
+            if reencode:  # what the recorder did before it kept the node's own line
+                record.write(json.dumps(sample_to_json(sample), separators=(",", ":")) + "\n")
+            else:
+                record.write(sample_line(sample) + "\n")
+            view = meter.add(sample)
+            if view is not None:
+                views.append(view)
+        return (time.perf_counter() - started) / len(lines), views
+
+    reencode_s, _ = controller(reencode=True)
+    per_line_s, views = controller(reencode=False)
+    line_bytes = sum(len(t) + 1 for t in lines) / len(lines)
+
+    recorder = WireRecorder.__new__(WireRecorder)  # its figures() alone, over views made above
+    recorder.views, recorder.arrived = list(views), [float(i) for i in range(len(views))]
+    t0 = time.perf_counter()
+    recorder.figures(between=(0.0, float(len(views))))
+    one_round_s = time.perf_counter() - t0
+    recorder.views = views * args.rounds  # as many rounds kept as a long matrix has behind it
+    recorder.arrived = [float(i) for i in range(len(recorder.views))]
+    last = float(len(recorder.views))
+    t0 = time.perf_counter()
+    recorder.figures(between=(last - len(views), last))
+    late_round_s = time.perf_counter() - t0
+
+    capacity = 1 / per_line_s
+    print(f"Spark-shaped line: {line_bytes:.0f} bytes; {len(lines):,} lines")
+    print(f"controller work per line: {per_line_s * 1e3:.3f} ms keeping the node's line, "
+          f"{reencode_s * 1e3:.3f} ms encoding it again ({reencode_s / per_line_s:.2f}x)")  # fmt: skip
+    print(f"one core handles {capacity:,.0f} lines/s")
+    for count in (32, 128, 1024):
+        needed = count / args.interval
+        headroom = capacity / needed
+        print(f"  {count:>5} nodes at {args.interval:g} s: {needed:>7,.0f} lines/s  -> {headroom:6.1f}x headroom")
+    print(f"round figures over {len(views):,} views: {one_round_s:.3f} s after 1 round, "
+          f"{late_round_s:.3f} s after {args.rounds} rounds ({late_round_s / one_round_s:.1f}x)")  # fmt: skip
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "nodes": args.nodes,
+                    "line_bytes": line_bytes,
+                    "per_line_s": per_line_s,
+                    "per_line_reencoding_s": reencode_s,
+                    "lines_per_s": capacity,
+                    "round_figures_s": one_round_s,
+                    "late_round_figures_s": late_round_s,
+                    "rounds": args.rounds,
+                },
+                indent=2,
+            )
+        )
+
+
+if __name__ == "__main__":
+    main()
