@@ -56,6 +56,7 @@ class SshTransport:
     connect_timeout_s: int = 10
     control_dir: Path | None = None
     control_persist_s: int = 30
+    batch_mode: bool = True  # False lets ssh ask for a password on the terminal (`wirespeed init`'s first contact)
     via_ssh: bool = True
     via_srun: bool = False
 
@@ -71,7 +72,7 @@ class SshTransport:
             options += ["-F", str(Path(self.ssh_config).expanduser())]
         options += [str(Path(opt).expanduser()) if opt.startswith("~") else opt for opt in node.ssh_options]
         options += [
-            "-oBatchMode=yes",
+            f"-oBatchMode={'yes' if self.batch_mode else 'no'}",
             f"-oConnectTimeout={self.connect_timeout_s}",
             "-oForwardAgent=no",
             "-oForwardX11=no",

@@ -16,6 +16,7 @@ import click
 from wirespeed import __version__
 from wirespeed.adapters.slurm import SrunTransport
 from wirespeed.cli.importing import import_cmd
+from wirespeed.cli.init import init_cmd
 from wirespeed.cli.output import Environment, Output
 from wirespeed.cli.switch import switch_group
 from wirespeed.core.errors import UsageError, WirespeedError
@@ -1148,6 +1149,7 @@ def testbed_exec(ctx: Ctx, prefix: str, node: str, command: tuple[str, ...]) -> 
 
 
 cli.add_command(import_cmd)
+cli.add_command(init_cmd)
 cli.add_command(switch_group)
 
 

@@ -22,6 +22,14 @@ class ResolvedCluster:
     slurm: SlurmChoice | None = None  # set when srun starts the processes
 
 
+def default_cluster_path() -> Path:
+    """Where `wirespeed init` writes the cluster file, and where commands look when none is named."""
+    if os.environ.get("WIRESPEED_CLUSTER"):
+        return Path(os.environ["WIRESPEED_CLUSTER"])
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "wirespeed" / "cluster.toml"
+
+
 def load_cluster_file(path: Path) -> Cluster:
     try:
         text = path.read_text()
@@ -39,9 +47,9 @@ def resolve_cluster(
     launcher: Launcher = Launcher.AUTO,
     env: Mapping[str, str] | None = None,
 ) -> ResolvedCluster:
-    """Explicit beats implicit; with nothing given, a Slurm allocation this runs in gives the nodes, else an up
-    testbed is used (and said), else localhost. Inside an allocation that holds every node, srun starts the
-    processes (`--launcher ssh` keeps ssh)."""
+    """Explicit beats implicit; with nothing given, a Slurm allocation this runs in gives the nodes, else the
+    cluster file `wirespeed init` wrote, else an up testbed (said on stderr), else localhost. Inside an allocation
+    that holds every node, srun starts the processes (`--launcher ssh` keeps ssh)."""
     if cluster_file and hosts:
         raise UsageError("give --cluster or --hosts, not both")
     named: Cluster | None = None
@@ -53,6 +61,9 @@ def resolve_cluster(
     choice = choose_launch(launcher, named, allocation_from_env(environment), shutil.which("srun") is not None)
     if choice.cluster is not None:
         return ResolvedCluster(choice.cluster, choice.note, choice.slurm)
+    default = default_cluster_path()
+    if default.is_file():
+        return ResolvedCluster(load_cluster_file(default), f"using {default} (written by `wirespeed init`)")
     from wirespeed.testbed.build import find_up_testbeds
 
     up = find_up_testbeds()

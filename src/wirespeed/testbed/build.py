@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import pwd
 import shutil
 import socket
 import sys
@@ -55,6 +56,16 @@ def pick_mgmt_index(prefix: str) -> int:
         if not any(subnet.overlaps(route) for route in routes):
             return index
     raise TestbedError("no free management subnet in 198.18.0.0/16", hint="remove old testbeds with `testbed down`")
+
+
+# Every node gets its own home directory for root, as separate machines have: an overlay on /root in sshd's private
+# mount namespace (the host's /root, unchanged, below; the node's writes in its own layer). Sessions over ssh see it;
+# `ssh` on a node reads that node's ~/.ssh. Without overlayfs the nodes share the host's home, as before.
+_OWN_HOME_SCRIPT = r"""home=$1 layer=$2; shift 2
+mount -t overlay wirespeed-home -o "lowerdir=$home,upperdir=$layer/upper,workdir=$layer/work" "$home" 2>/dev/null \
+  || echo "wirespeed testbed: no overlayfs: nodes share $home" >&2
+exec "$@"
+"""
 
 
 def node_argv(state: TestbedState, node: str, argv: list[str]) -> list[str]:
@@ -218,10 +229,10 @@ class _Builder:
             (node_dir / "sshd_config").write_text(
                 "\n".join(
                     [
-                        f"ListenAddress {address}",
+                        "ListenAddress 0.0.0.0",  # every address of the node, as a real node's sshd (inside its netns)
                         "Port 22",
                         f"HostKey {host_key}",
-                        f"AuthorizedKeysFile {authorized}",
+                        f"AuthorizedKeysFile {authorized} .ssh/authorized_keys",  # the controller's, the node's own
                         "PermitRootLogin prohibit-password",
                         "PasswordAuthentication no",
                         "KbdInteractiveAuthentication no",
@@ -235,12 +246,14 @@ class _Builder:
                     ]
                 )
             )
+            home = node_dir / "home"  # the node's own layer over root's home: its ~/.ssh, ~/.config
+            user_home = pwd.getpwnam(SSH_USER).pw_dir
+            for sub in ("upper", "work"):
+                (home / sub).mkdir(parents=True, exist_ok=True)
+            sshd = [self.sshd, "-f", str(node_dir / "sshd_config"), "-E", str(node_dir / "sshd.log")]
+            own_home = ["sh", "-c", _OWN_HOME_SCRIPT, "wirespeed-sshd", user_home, str(home)]
             system.run(
-                node_argv(
-                    state,
-                    node.name,
-                    [self.sshd, "-f", str(node_dir / "sshd_config"), "-E", str(node_dir / "sshd.log")],
-                ),
+                node_argv(state, node.name, [*own_home, *sshd]),
                 f"{node.name}: starting sshd",
             )
             public = host_key.with_suffix(".pub").read_text().split()

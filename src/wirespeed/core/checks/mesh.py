@@ -36,6 +36,7 @@ def _commands(peer: str, reason: str) -> tuple[str, ...]:
             f"ssh {peer} true   # once, by hand: compare the fingerprint with `ssh-keygen -lf` on {peer}, then accept",
         )
     return (
-        "test -f ~/.ssh/id_ed25519 || ssh-keygen -t ed25519 -N '' -f ~/.ssh/id_ed25519",
-        f"ssh-copy-id -i ~/.ssh/id_ed25519.pub {peer}",
+        "wirespeed init   # on one node: a key of its own per node, every key on every node, host keys pinned",
+        "# or by hand: test -f ~/.ssh/id_ed25519 || ssh-keygen -t ed25519 -N '' -f ~/.ssh/id_ed25519",
+        f"#   then: ssh-copy-id -i ~/.ssh/id_ed25519.pub {peer}",
     )

@@ -1,0 +1,109 @@
+"""`wirespeed init`: run on one node, it finds the others on the fabric, shows them, and (after asking, or with
+--yes) sets up passwordless ssh among all of them with keys of their own, writes the cluster file every other
+command then uses by default, and runs the checks that say the mesh and the halves are right. `--undo` takes it
+all away again.
+
+Registered by wirespeed.cli.app; it takes nothing from that module at import time (that would be a cycle)."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from wirespeed.core.errors import UsageError
+from wirespeed.core.inventory import DEFAULT_AGENT
+
+if TYPE_CHECKING:
+    from wirespeed.cli.app import Ctx
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 120}
+FINAL_CHECKS = "ssh.mesh,link.halves,addr.subnets"
+
+
+@click.command("init", context_settings=CONTEXT)
+@click.option("--peers", help="The other nodes' addresses, instead of finding them (mDNS, else a probe).")
+@click.option("--user", "-l", help="The user on every node (default: ssh's own default).")
+@click.option("--yes", is_flag=True, help="Do not ask; never prompt for a password (for scripts).")
+@click.option(
+    "--output",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Cluster file to write (default: $WIRESPEED_CLUSTER, else ~/.config/wirespeed/cluster.toml).",
+)
+@click.option("--agent", default=None, help="How to start wirespeed on the nodes, written to the cluster file.")
+@click.option("--ssh-option", "ssh_options", multiple=True, help="An option for ssh's first contact (e.g. -i KEY).")
+@click.option("--undo", is_flag=True, help="Remove the keys, lines and files init added, on every node.")
+@click.option("--no-check", is_flag=True, help="Do not run the checks at the end.")
+@click.pass_obj
+def init_cmd(
+    ctx: Ctx,
+    peers: str | None,
+    user: str | None,
+    yes: bool,
+    output: Path | None,
+    agent: str | None,
+    ssh_options: tuple[str, ...],
+    undo: bool,
+    no_check: bool,
+) -> None:
+    """Find the other nodes on the fabric, set up the ssh mesh among all nodes, write the cluster file."""
+    from wirespeed.engine import init as engine
+    from wirespeed.engine.clusters import default_cluster_path, load_cluster_file
+
+    out = ctx.output(False)
+    path = output or default_cluster_path()
+    interactive = not yes and sys.stdin.isatty()
+    options = engine.InitOptions(
+        peers=tuple(p.strip() for p in (peers or "").split(",") if p.strip()),
+        user=user,
+        interactive=interactive,
+        agent=tuple(shlex.split(agent)) if agent else DEFAULT_AGENT,
+        ssh_options=ssh_options,
+    )
+
+    def say(text: str) -> None:
+        out.message(f"init: {text}")
+
+    if undo:
+        if not path.is_file():
+            raise UsageError(f"{path}: no cluster file from `wirespeed init`", hint="give --output FILE as init had it")
+        cluster = load_cluster_file(path)
+        if not yes and not click.confirm(f"Remove init's keys and lines from {', '.join(cluster.names)}?"):
+            raise click.exceptions.Abort
+        engine.undo(cluster, options, say)
+        path.unlink(missing_ok=True)
+        say(f"removed {path}")
+        return
+
+    found = engine.find(options, say)
+    console = out.console
+    console.print(f"this node: {', '.join(found.me.addresses) or '-'}  host key {found.me.fingerprint}")
+    for number, peer in enumerate(found.peers, 1):
+        names = f" ({', '.join(peer.names)})" if peer.names else ""
+        console.print(f"peer {number}{names}: {', '.join(peer.addresses)}  host key {peer.fingerprint}")
+    if not found.peers:
+        raise UsageError(
+            f"no other node answered ssh on the fabric ({found.method})",
+            hint="check the cables and addresses (`wirespeed discover`), or name the peers with --peers",
+        )
+    console.print(f"found by {found.method}; user {user or 'as ssh defaults'}; cluster file {path}")
+    if not yes and not click.confirm(
+        f"Compare the host keys with `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on each node. Set up the "
+        f"ssh mesh on these {len(found.peers) + 1} nodes?"
+    ):
+        raise click.exceptions.Abort
+    mesh, outcomes = engine.setup(found, options, say)
+    for outcome in outcomes:
+        changed = ", ".join(f"~/.ssh/{name}" for name in outcome.changed) or "nothing to change"
+        say(f"{outcome.name} ({outcome.address}): {changed}")
+    wrote = engine.write_cluster_file(path, mesh, options.agent)
+    say(f"{'wrote' if wrote else 'unchanged:'} {path} ({', '.join(m.name for m in mesh)})")
+    if no_check:
+        return
+    from wirespeed.cli.app import main
+
+    raise SystemExit(main(["check", "--cluster", str(path), "--only", FINAL_CHECKS], ctx.env))
