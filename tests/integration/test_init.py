@@ -5,6 +5,7 @@ works between every pair; a second run changes nothing; `--undo` gives back ever
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -83,7 +84,10 @@ def test_init_sets_up_the_mesh_reruns_idempotently_and_undoes_byte_for_byte(
 
     code, stdout, stderr = init_on_first(remote)
     assert code == 0, stdout + stderr
-    assert "found by probe of" in stdout and stdout.count("host key SHA256:") == 3
+    assert "found by probe of" in stdout and stdout.count("host key SHA256:") == 2 + 3
+    for node in NODES:  # what it found, before changing anything: name, user, management, addresses per half
+        assert f"{node}: user root, management {addresses[node]}; fabric 198.19." in stdout
+    assert " on enp1s0f1np1" in stdout and " on enP2p1s0f1np1" in stdout
     assert "PASS   │ ssh.mesh" in stdout and "0 fail" in stdout, stdout
     for a in NODES:
         for b in NODES:
@@ -122,3 +126,23 @@ def test_init_names_what_it_needs_when_it_finds_nobody(bed: tuple[TestbedState, 
     lines = [line for line in stderr.splitlines() if line.startswith("wirespeed:")]
     assert lines == [lines[0]] and "no other node answered ssh" in lines[0] and "hint:" in lines[0], stderr
     assert "Traceback" not in stderr
+
+
+def test_init_on_a_terminal_asks_before_logging_in_and_before_changing_anything(
+    bed: tuple[TestbedState, Remote],
+) -> None:
+    _, remote = bed
+    before = {node: ssh_dir(remote, node) for node in NODES}
+    argv = [sys.executable, "-m", "wirespeed", "init", "--no-check"]
+    # `script` gives init a terminal; the answers: yes, log in; no, change nothing
+    result = remote.run(
+        remote.cluster.node("wit-1"),
+        ["script", "-qec", shlex.join(argv), "/dev/null"],
+        input_text="y\nn\n",
+        timeout_s=300,
+    )
+    assert "Log in to each node to read its name and user" in result.stdout, result.stdout
+    assert "Set up the ssh mesh on these 3 nodes?" in result.stdout
+    assert "wit-2: user root" in result.stdout  # it read the names after the first yes
+    assert "aborted" in result.stdout and result.returncode == 130
+    assert {node: ssh_dir(remote, node) for node in NODES} == before

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from wirespeed.core import sshmesh
 from wirespeed.core.errors import UsageError
 from wirespeed.core.inventory import DEFAULT_AGENT
 
@@ -80,23 +81,41 @@ def init_cmd(
         return
 
     found = engine.find(options, say)
-    console = out.console
-    console.print(f"this node: {', '.join(found.me.addresses) or '-'}  host key {found.me.fingerprint}")
-    for number, peer in enumerate(found.peers, 1):
-        names = f" ({', '.join(peer.names)})" if peer.names else ""
-        console.print(f"peer {number}{names}: {', '.join(peer.addresses)}  host key {peer.fingerprint}")
     if not found.peers:
         raise UsageError(
             f"no other node answered ssh on the fabric ({found.method})",
             hint="check the cables and addresses (`wirespeed discover`), or name the peers with --peers",
         )
-    console.print(f"found by {found.method}; user {user or 'as ssh defaults'}; cluster file {path}")
-    if not yes and not click.confirm(
-        f"Compare the host keys with `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on each node. Set up the "
-        f"ssh mesh on these {len(found.peers) + 1} nodes?"
+    console = out.console
+
+    def fabric(machine: sshmesh.Peer) -> str:
+        halves = sshmesh.half_of
+        return ", ".join(f"{a} on {h}" if (h := halves(a, found.fabric)) else a for a in machine.addresses) or "-"
+
+    for number, peer in enumerate(found.peers, 1):
+        names = f" ({', '.join(peer.names)})" if peer.names else ""
+        console.print(f"peer {number}{names}: {fabric(peer)}; host key {peer.fingerprint}", soft_wrap=True)
+    if interactive and not click.confirm(
+        "ssh will accept these host keys only. Log in to each node to read its name and user "
+        "(ssh may ask for a password, once per node)?"
     ):
         raise click.exceptions.Abort
-    mesh, outcomes = engine.setup(found, options, say)
+    survey = engine.survey(found, options, say)
+    for member in survey.members:
+        console.print(
+            f"{member.name}: user {member.user}, management {member.management}; fabric {fabric(member.machine)}; "
+            f"host key {member.machine.fingerprint}",
+            soft_wrap=True,  # one node, one line, whatever the width
+        )
+    console.print(f"found by {found.method}; cluster file {path}", soft_wrap=True)
+    question = (
+        "Compare the host keys with `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on each node. Set up the "
+        f"ssh mesh on these {len(survey.members)} nodes?"
+    )
+    if not yes and not click.confirm(question):
+        survey.close()
+        raise click.exceptions.Abort
+    mesh, outcomes = engine.setup(survey, say)
     for outcome in outcomes:
         changed = ", ".join(f"~/.ssh/{name}" for name in outcome.changed) or "nothing to change"
         say(f"{outcome.name} ({outcome.address}): {changed}")

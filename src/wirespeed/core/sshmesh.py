@@ -146,6 +146,15 @@ def management_address(
     return None
 
 
+def half_of(address: str, halves: Mapping[str, Sequence[str]]) -> str | None:
+    """The fabric half of this node whose subnet holds `address` (how a peer's address is reached)."""
+    ip = ipaddress.ip_address(address)
+    for half, cidrs in halves.items():
+        if any(ip in ipaddress.ip_interface(cidr).network for cidr in cidrs):
+            return half
+    return None
+
+
 @dataclass(frozen=True)
 class MeshNode:
     """One node of the mesh as init found it."""

@@ -194,40 +194,78 @@ def _describe(remote: Remote, node: Node, reached_on: str | None, fabric: Sequen
     return name, user, management
 
 
-def setup(
-    found: Found, options: InitOptions, say: Callable[[str], None]
-) -> tuple[list[sshmesh.MeshNode], list[NodeOutcome]]:
-    """Make each node's key, then give every node every key, the pinned host keys and the Include line. Nothing
-    is written where it is already as it should be, so a second run changes nothing."""
+@dataclass(frozen=True)
+class Member:
+    """A node as it describes itself on first contact (read-only: nothing is changed yet)."""
+
+    node: Node  # how this session reaches it
+    name: str
+    user: str
+    management: str
+    machine: sshmesh.Peer
+
+
+class Survey:
+    """Every node reached and described, before anything is changed; `close()` ends the session."""
+
+    def __init__(self, session: Session, remote: Remote, members: list[Member]) -> None:
+        self.session, self.remote, self.members = session, remote, members
+
+    def close(self) -> None:
+        self.remote.stop_all()
+        self.session.close()
+
+
+def survey(found: Found, options: InitOptions, say: Callable[[str], None]) -> Survey:
+    """Reach every node (one at a time: one password prompt at a time) and ask its name, user and addresses."""
     session = Session(options, found.peers)
+    machines = [found.me, *found.peers]
+    nodes = [session.node("this node", None)] + [
+        session.node(f"peer {i}", peer.addresses[0]) for i, peer in enumerate(found.peers, 1)
+    ]
+    remote = session.remote(nodes)
+    fabric = [cidr for cidrs in found.fabric.values() for cidr in cidrs]
+    members: list[Member] = []
     try:
-        machines = [found.me, *found.peers]
-        nodes = [session.node("this node", None)] + [
-            session.node(f"peer {i}", peer.addresses[0]) for i, peer in enumerate(found.peers, 1)
-        ]
-        remote = session.remote(nodes)
-        fabric = [cidr for cidrs in found.fabric.values() for cidr in cidrs]
-        mesh: list[sshmesh.MeshNode] = []
-        for node, machine in zip(nodes, machines, strict=True):  # one at a time: one password prompt at a time
+        for node, machine in zip(nodes, machines, strict=True):
             reached = None if node.is_local else node.host
             name, user, management = _describe(remote, node, reached, fabric)
             say(f"{name}: reached {'here' if reached is None else 'on ' + reached} as {user}")
-            comment = f"{sshmesh.MARKER}@{name}"
+            members.append(Member(node, name, user, management, machine))
+    except BaseException:
+        session.close()
+        raise
+    if len({m.user for m in members}) > 1:
+        session.close()
+        users = ", ".join(f"{m.name}: {m.user}" for m in members)
+        raise UsageError(f"the nodes' users differ ({users}): mpirun needs the same user", hint="give --user")
+    return Survey(session, remote, members)
+
+
+def setup(found: Survey, say: Callable[[str], None]) -> tuple[list[sshmesh.MeshNode], list[NodeOutcome]]:
+    """Make each node's key, then give every node every key, the pinned host keys and the Include line. Nothing
+    is written where it is already as it should be, so a second run changes nothing."""
+    remote, nodes = found.remote, [m.node for m in found.members]
+    try:
+        mesh: list[sshmesh.MeshNode] = []
+        for member in found.members:
+            comment = f"{sshmesh.MARKER}@{member.name}"
             public = sshmesh.check_public_key(
-                _must(remote, node, ["sh", "-c", _ENSURE_KEY, "sh", sshmesh.KEY_NAME, comment]), name
+                _must(remote, member.node, ["sh", "-c", _ENSURE_KEY, "sh", sshmesh.KEY_NAME, comment]), member.name
             )
-            addresses = tuple(dict.fromkeys((management, *machine.addresses)))
-            mesh.append(sshmesh.MeshNode(name, user, management, addresses, machine.host_keys, public))
-        if len({m.user for m in mesh}) > 1:
-            users = ", ".join(f"{m.name}: {m.user}" for m in mesh)
-            raise UsageError(f"the nodes' users differ ({users}): mpirun needs the same user", hint="give --user")
+            addresses = tuple(dict.fromkeys((member.management, *member.machine.addresses)))
+            mesh.append(
+                sshmesh.MeshNode(
+                    member.name, member.user, member.management, addresses, member.machine.host_keys, public
+                )
+            )
         files = {
             sshmesh.KNOWN_HOSTS_NAME: sshmesh.known_hosts(mesh),
             sshmesh.CONFIG_NAME: sshmesh.mesh_config(mesh),
         }
         keys = [m.public_key for m in mesh]
         outcomes = []
-        for node, member in zip(nodes, mesh, strict=True):
+        for node, mesh_node in zip(nodes, mesh, strict=True):
             _must(remote, node, ["sh", "-c", _BACKUP, "sh", sshmesh.BACKUP_DIR, *EDITED])
             wanted = dict(files)
             wanted["authorized_keys"] = sshmesh.authorized_keys_with(_read(remote, node, "authorized_keys") or "", keys)
@@ -237,11 +275,10 @@ def setup(
                 if _read(remote, node, name) != text:
                     _write(remote, node, name, text)
                     changed.append(name)
-            outcomes.append(NodeOutcome(member.name, "localhost" if node.is_local else node.host, tuple(changed)))
-        remote.stop_all()
+            outcomes.append(NodeOutcome(mesh_node.name, "localhost" if node.is_local else node.host, tuple(changed)))
         return mesh, outcomes
     finally:
-        session.close()
+        found.close()
 
 
 def cluster_of(mesh: Sequence[sshmesh.MeshNode], agent: tuple[str, ...]) -> Cluster:
