@@ -6,6 +6,7 @@ works between every pair; a second run changes nothing; `--undo` gives back ever
 from __future__ import annotations
 
 import shlex
+import shutil
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from wirespeed.engine.remote import Remote
+from wirespeed.testbed.build import MDNS_TOOLS
 
 from .helpers import running_testbed
 
@@ -146,3 +148,27 @@ def test_init_on_a_terminal_asks_before_logging_in_and_before_changing_anything(
     assert "wit-2: user root" in result.stdout  # it read the names after the first yes
     assert "aborted" in result.stdout and result.returncode == 130
     assert {node: ssh_dir(remote, node) for node in NODES} == before
+
+
+@pytest.mark.skipif(
+    any(shutil.which(tool) is None for tool in MDNS_TOOLS), reason="needs avahi-daemon, avahi-utils and dbus"
+)
+def test_init_finds_the_nodes_by_mdns_and_pins_every_address() -> None:
+    """As on Sparks: every node announces ssh over mDNS (through a switch each is heard on every half, often under
+    one address only); init finds them that way, and every address of every node is pinned, so ssh to any half
+    works strictly."""
+    with running_testbed("wim-", nodes=3, topology="switch", mdns=True) as (state, remote):
+        key = state.directory / "keys" / "id_ed25519"
+        write(remote, "wim-1", ".ssh/config", f"IdentityFile {key}\n")
+        argv = [sys.executable, "-m", "wirespeed", "init", "--yes", "--no-check"]
+        result = remote.run(remote.cluster.node("wim-1"), argv, timeout_s=300)
+        assert result.ok, result.stdout + result.stderr
+        assert "found by mDNS (avahi-browse _ssh._tcp)" in result.stdout
+        assert "(wim-2.local)" in result.stdout and "(wim-3.local)" in result.stdout
+        for node in state.plan.nodes:
+            for half in node.fabric:
+                if half.address is None:
+                    continue
+                for source in ("wim-1", "wim-2", "wim-3"):
+                    if source != node.name:
+                        assert mesh_works(remote, source, half.address.split("/")[0]), (source, half.name)

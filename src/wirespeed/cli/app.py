@@ -1003,6 +1003,7 @@ prefix_option = click.option(
 @click.option("--switch-mtu", type=int, default=None, help="MTU of the switch ports (default: --mtu).")
 @click.option("--miswire", is_flag=True, help="Cross-cable: swap node 2's ports (a fault for discovery to find).")
 @click.option("--slurm", is_flag=True, help="Also run Slurm: slurmctld here, a slurmd inside every node.")
+@click.option("--mdns", is_flag=True, help="Every node announces ssh over mDNS (avahi), as a Spark does.")
 @json_option
 @pass_ctx
 def testbed_up(
@@ -1016,6 +1017,7 @@ def testbed_up(
     switch_mtu: int | None,
     miswire: bool,
     slurm: bool,
+    mdns: bool,
     json_mode: bool,
 ) -> None:
     """Create the emulated cluster (or recover a half-built one) and write its cluster file."""
@@ -1035,6 +1037,7 @@ def testbed_up(
         mtu=mtu,
         switch_mtu=switch_mtu,
         miswire=miswire,
+        mdns=mdns,
         progress=lambda text: out.message(f"testbed: {text}"),
     )
     if slurm:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -88,13 +89,12 @@ def init_cmd(
         )
     console = out.console
 
-    def fabric(machine: sshmesh.Peer) -> str:
-        halves = sshmesh.half_of
-        return ", ".join(f"{a} on {h}" if (h := halves(a, found.fabric)) else a for a in machine.addresses) or "-"
+    def fabric(addresses: Sequence[str]) -> str:
+        return ", ".join(f"{a} on {h}" for a in addresses if (h := sshmesh.half_of(a, found.fabric))) or "-"
 
     for number, peer in enumerate(found.peers, 1):
         names = f" ({', '.join(peer.names)})" if peer.names else ""
-        console.print(f"peer {number}{names}: {fabric(peer)}; host key {peer.fingerprint}", soft_wrap=True)
+        console.print(f"peer {number}{names}: {fabric(peer.addresses)}; host key {peer.fingerprint}", soft_wrap=True)
     if interactive and not click.confirm(
         "ssh will accept these host keys only. Log in to each node to read its name and user "
         "(ssh may ask for a password, once per node)?"
@@ -103,7 +103,7 @@ def init_cmd(
     survey = engine.survey(found, options, say)
     for member in survey.members:
         console.print(
-            f"{member.name}: user {member.user}, management {member.management}; fabric {fabric(member.machine)}; "
+            f"{member.name}: user {member.user}, management {member.management}; fabric {fabric(member.addresses)}; "
             f"host key {member.machine.fingerprint}",
             soft_wrap=True,  # one node, one line, whatever the width
         )

@@ -103,17 +103,23 @@ def find(options: InitOptions, say: Callable[[str], None]) -> Found:
             hint="cable and address the halves (`wirespeed check`, `wirespeed fix`), or name peers with --peers",
         )
     names: dict[str, str] = {}
+    candidates: list[str] = []
+    method = ""
     if options.peers:
         method, candidates = "--peers", list(options.peers)
     elif shutil.which("avahi-browse"):
         outcome = run_process(["avahi-browse", "-p", "-r", "-f", "-t", "_ssh._tcp"], timeout_s=30)
         found = [p for p in sshmesh.parse_avahi_browse(outcome.stdout, halves) if p.address not in own]
-        names = {p.address: p.name for p in found}
-        method, candidates = "mDNS (avahi-browse _ssh._tcp)", [p.address for p in found]
-    else:
+        if outcome.returncode == 0 and found:
+            names = {p.address: p.name for p in found}
+            method, candidates = "mDNS (avahi-browse _ssh._tcp)", [p.address for p in found]
+        else:
+            why = (outcome.stderr.strip().splitlines() or ["no ssh service announced on the fabric"])[-1]
+            say(f"mDNS found nobody ({why})")
+    if not method:
         subnets = [cidr for cidrs in halves.values() for cidr in cidrs]
         targets = sshmesh.probe_targets(subnets, own)
-        say(f"probing ssh on {len(targets)} addresses of {', '.join(subnets)} (no avahi-browse here)")
+        say(f"probing ssh on {len(targets)} addresses of {', '.join(subnets)}")
         with ThreadPoolExecutor(max_workers=64) as pool:
             candidates = [a for a, ok in zip(targets, pool.map(_ssh_port_open, targets), strict=True) if ok]
         method = f"probe of {', '.join(subnets)}"
@@ -182,8 +188,11 @@ def _write(remote: Remote, node: Node, name: str, text: str) -> None:
     _must(remote, node, ["sh", "-c", _WRITE, "sh", name], input_text=text)
 
 
-def _describe(remote: Remote, node: Node, reached_on: str | None, fabric: Sequence[str]) -> tuple[str, str, str]:
-    """(host name, user, management address) of a node, as it says itself."""
+def _describe(
+    remote: Remote, node: Node, reached_on: str | None, fabric: Sequence[str]
+) -> tuple[str, str, str, tuple[str, ...]]:
+    """(host name, user, management address, every IPv4 address but loopback) of a node, as it says itself over
+    the connection its pinned host key authenticated."""
     name = _must(remote, node, ["hostname"]).strip()
     user = _must(remote, node, ["id", "-un"]).strip()
     addresses = sv.ip_addr_json(_must(remote, node, ["ip", "-j", "addr", "show"]))
@@ -191,7 +200,8 @@ def _describe(remote: Remote, node: Node, reached_on: str | None, fabric: Sequen
     management = sshmesh.management_address(addresses.ipv4, device, fabric) or reached_on
     if management is None:
         raise WirespeedError(f"{name}: no IPv4 address to name it by", hint="give the node a management address")
-    return name, user, management
+    every = tuple(c.split("/")[0] for iface, cidrs in addresses.ipv4.items() if iface != "lo" for c in cidrs)
+    return name, user, management, every
 
 
 @dataclass(frozen=True)
@@ -203,6 +213,7 @@ class Member:
     user: str
     management: str
     machine: sshmesh.Peer
+    addresses: tuple[str, ...]  # every IPv4 address it has (mDNS may have shown one per node only)
 
 
 class Survey:
@@ -229,9 +240,9 @@ def survey(found: Found, options: InitOptions, say: Callable[[str], None]) -> Su
     try:
         for node, machine in zip(nodes, machines, strict=True):
             reached = None if node.is_local else node.host
-            name, user, management = _describe(remote, node, reached, fabric)
+            name, user, management, every = _describe(remote, node, reached, fabric)
             say(f"{name}: reached {'here' if reached is None else 'on ' + reached} as {user}")
-            members.append(Member(node, name, user, management, machine))
+            members.append(Member(node, name, user, management, machine, every))
     except BaseException:
         session.close()
         raise
@@ -253,7 +264,7 @@ def setup(found: Survey, say: Callable[[str], None]) -> tuple[list[sshmesh.MeshN
             public = sshmesh.check_public_key(
                 _must(remote, member.node, ["sh", "-c", _ENSURE_KEY, "sh", sshmesh.KEY_NAME, comment]), member.name
             )
-            addresses = tuple(dict.fromkeys((member.management, *member.machine.addresses)))
+            addresses = tuple(dict.fromkeys((member.management, *member.machine.addresses, *member.addresses)))
             mesh.append(
                 sshmesh.MeshNode(
                     member.name, member.user, member.management, addresses, member.machine.host_keys, public

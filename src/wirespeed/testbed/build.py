@@ -68,6 +68,28 @@ exec "$@"
 """
 
 
+# With `testbed up --mdns`, each node also announces ssh over mDNS, as a Spark's avahi does: a D-Bus system bus and
+# avahi-daemon of its own (their /run directories private to sshd's mount namespace, so `avahi-browse` in a session
+# talks to its own node's daemon), with an ssh service file in a services directory of its own.
+_MDNS_SCRIPT = r"""services=$1; shift
+mkdir -p /run/dbus /run/avahi-daemon
+mount -t tmpfs wirespeed-dbus /run/dbus
+mount -t tmpfs wirespeed-avahi /run/avahi-daemon
+mount --bind "$services" /etc/avahi/services
+dbus-daemon --system --fork
+avahi-daemon -D --no-rlimits
+exec "$@"
+"""
+SSH_SERVICE = """<?xml version="1.0" standalone='no'?>
+<!DOCTYPE service-group SYSTEM "avahi-service.dtd">
+<service-group>
+  <name replace-wildcards="yes">%h</name>
+  <service><type>_ssh._tcp</type><port>22</port></service>
+</service-group>
+"""
+MDNS_TOOLS = ("dbus-daemon", "avahi-daemon", "avahi-browse")
+
+
 def node_argv(state: TestbedState, node: str, argv: list[str]) -> list[str]:
     """Run argv inside a node as if logged in there: its network namespace, its /sys and its host name."""
     uts = state.directory / "uts" / node
@@ -252,8 +274,14 @@ class _Builder:
                 (home / sub).mkdir(parents=True, exist_ok=True)
             sshd = [self.sshd, "-f", str(node_dir / "sshd_config"), "-E", str(node_dir / "sshd.log")]
             own_home = ["sh", "-c", _OWN_HOME_SCRIPT, "wirespeed-sshd", user_home, str(home)]
+            mdns: list[str] = []
+            if plan.mdns:
+                services = node_dir / "avahi-services"
+                services.mkdir(exist_ok=True)
+                (services / "ssh.service").write_text(SSH_SERVICE)
+                mdns = ["sh", "-c", _MDNS_SCRIPT, "wirespeed-mdns", str(services)]
             system.run(
-                node_argv(state, node.name, [*own_home, *sshd]),
+                node_argv(state, node.name, [*own_home, *mdns, *sshd]),
                 f"{node.name}: starting sshd",
             )
             public = host_key.with_suffix(".pub").read_text().split()
@@ -331,6 +359,7 @@ def up(
     mtu: int = 9000,
     switch_mtu: int | None = None,
     miswire: bool = False,
+    mdns: bool = False,
     progress: Progress = _quiet,
 ) -> TestbedState:
     """Bring a testbed up. An identical healthy one is kept; a half-built or different one is rebuilt."""
@@ -338,6 +367,11 @@ def up(
 
     system.require_root()
     sshd = system.require_tools()
+    missing = [tool for tool in MDNS_TOOLS if mdns and shutil.which(tool) is None]
+    if missing:
+        raise TestbedError(
+            f"--mdns needs {', '.join(missing)}", hint="apt install avahi-daemon avahi-utils dbus (`make install` does)"
+        )
     validate_prefix(prefix)
     try:
         topo = Topology(topology)
@@ -356,6 +390,7 @@ def up(
             switch_mtu=switch_mtu,
             miswire=miswire,
             mgmt_index=mgmt_index,
+            mdns=mdns,
         )
 
     requested = plan_for(existing.plan.mgmt_index if existing else 0)  # validates before anything is touched

@@ -103,6 +103,7 @@ class TestbedPlan:
     nodes: tuple[NodePlan, ...]
     switch_ports: tuple[SwitchPort, ...]
     miswire: bool = False
+    mdns: bool = False  # every node announces ssh over mDNS (avahi), as a Spark does
 
     @property
     def mgmt_netns(self) -> str:
@@ -190,6 +191,7 @@ def plan_from_json(data: dict[str, Any]) -> TestbedPlan:
         nodes=nodes,
         switch_ports=tuple(SwitchPort(**p) for p in data["switch_ports"]),
         miswire=bool(data.get("miswire", False)),
+        mdns=bool(data.get("mdns", False)),
     )
 
 
@@ -218,6 +220,7 @@ def make_plan(
     switch_mtu: int | None = None,
     mgmt_index: int = 0,
     miswire: bool = False,
+    mdns: bool = False,
 ) -> TestbedPlan:
     """Lay out a testbed. Raises `UsageError` for combinations that cannot be cabled."""
     validate_prefix(prefix)
@@ -326,6 +329,7 @@ def make_plan(
         nodes=tuple(node_plans),
         switch_ports=tuple(switch_ports),
         miswire=miswire,
+        mdns=mdns,
     )
 
 
