@@ -149,9 +149,8 @@ def slurm_names(cluster: Cluster, allocation: SlurmAllocation) -> dict[str, str]
 
 @dataclass(frozen=True)
 class SlurmChoice:
-    """Commands on `cluster` start as steps of `job_id`; `slurm_names` maps each node to its Slurm name."""
+    """Commands start as steps of `job_id`; `slurm_names` maps each node to its Slurm name."""
 
-    cluster: Cluster
     job_id: str
     slurm_names: dict[str, str]
 
@@ -199,7 +198,7 @@ def choose_launch(
                 hint="allocate those nodes (salloc -w) or leave them out of the cluster file",
             )
         return LaunchChoice(target, None, f"{outside} not in {job}: using ssh")
-    choice = SlurmChoice(target, allocation.job_id, names)
+    choice = SlurmChoice(allocation.job_id, names)
     return LaunchChoice(target, choice, f"starting processes with srun in {job}")
 
 

@@ -22,11 +22,12 @@ class ResolvedCluster:
     slurm: SlurmChoice | None = None  # set when srun starts the processes
 
 
-def default_cluster_path() -> Path:
+def default_cluster_path(env: Mapping[str, str] | None = None) -> Path:
     """Where `wirespeed init` writes the cluster file, and where commands look when none is named."""
-    if os.environ.get("WIRESPEED_CLUSTER"):
-        return Path(os.environ["WIRESPEED_CLUSTER"])
-    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    environment = os.environ if env is None else env
+    if environment.get("WIRESPEED_CLUSTER"):
+        return Path(environment["WIRESPEED_CLUSTER"])
+    base = Path(environment.get("XDG_CONFIG_HOME") or Path.home() / ".config")
     return base / "wirespeed" / "cluster.toml"
 
 
@@ -61,7 +62,7 @@ def resolve_cluster(
     choice = choose_launch(launcher, named, allocation_from_env(environment), shutil.which("srun") is not None)
     if choice.cluster is not None:
         return ResolvedCluster(choice.cluster, choice.note, choice.slurm)
-    default = default_cluster_path()
+    default = default_cluster_path(environment)
     if default.is_file():
         return ResolvedCluster(load_cluster_file(default), f"using {default} (written by `wirespeed init`)")
     from wirespeed.testbed.build import find_up_testbeds

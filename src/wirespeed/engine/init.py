@@ -317,13 +317,11 @@ def undo(cluster: Cluster, options: InitOptions, say: Callable[[str], None]) -> 
     here = socket.gethostname()
     nodes = [Node(name=n.name, host="localhost") if n.name == here else n for n in cluster.nodes]
     nodes.sort(key=lambda node: node.is_local)
+    local: Transport = LocalTransport()
+    ssh = SshTransport(control_dir=default_control_dir(), batch_mode=not options.interactive)
     remote = Remote(
         Cluster(cluster.name, tuple(nodes), cluster.source),
-        transport_factory=lambda node: (
-            LocalTransport()
-            if node.is_local
-            else SshTransport(control_dir=default_control_dir(), batch_mode=not options.interactive)
-        ),
+        transport_factory=lambda node: local if node.is_local else ssh,
     )
     outcomes = []
     for node in nodes:
