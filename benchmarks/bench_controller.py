@@ -1,7 +1,7 @@
 """What the controller spends on each sampler line, against what 32, 128 and 1024 nodes send, in one run.
 
 Every node's `wirespeed agent sample` sends a JSON line per interval; the controller parses it, meters it and
-appends it to `<rung>.samples.jsonl` (`engine.bench.WireRecorder`). The lines here are Spark-shaped: 4 halves,
+appends it to `<rung>.samples.jsonl` (`engine.wire.WireRecorder`). The lines here are Spark-shaped: 4 halves,
 each with the driver counters `select_counters` keeps from the real mlx5 `ethtool -S` fixture, netdev and RDMA
 counters, and 20 cores. Also timed: the matrix's per-round wire figures (`WireRecorder.figures(between=...)`),
 which scan every view kept so far, after 1 and after many rounds. Pure CPU; no root.
@@ -28,7 +28,7 @@ from wirespeed.core.meter import (
     sample_to_json,
 )
 from wirespeed.core.parsers.ethtool import parse_stats
-from wirespeed.engine.bench import WireRecorder
+from wirespeed.engine.wire import WireRecorder
 
 FIXTURE = Path(__file__).parent.parent.parent / "shared" / "fixtures" / "ethtool"
 HALVES = ("enp1s0f0np0", "enP2p1s0f0np0", "enp1s0f1np1", "enP2p1s0f1np1")

@@ -22,11 +22,12 @@ from pathlib import Path
 
 from wirespeed.adapters.slurm import SrunTransport
 from wirespeed.core.units import parse_rate_bps
-from wirespeed.engine.bench import BenchOptions, RunDirectory
 from wirespeed.engine.clusters import load_cluster_file
 from wirespeed.engine.discover import discover_live
 from wirespeed.engine.matrix import run_matrix
 from wirespeed.engine.remote import Remote
+from wirespeed.engine.rundir import RunDirectory
+from wirespeed.engine.rungs import BenchOptions
 from wirespeed.testbed import build
 from wirespeed.testbed.slurm import start_slurm
 

@@ -19,11 +19,13 @@ from pathlib import Path
 from wirespeed.core.ladder import flows_between
 from wirespeed.core.matrix import cells_from_flows, round_robin
 from wirespeed.core.units import parse_rate_bps
-from wirespeed.engine.bench import BenchOptions, RunDirectory, run_iperf_flows
 from wirespeed.engine.clusters import load_cluster_file
 from wirespeed.engine.discover import discover_live
 from wirespeed.engine.matrix import run_matrix
 from wirespeed.engine.remote import Remote
+from wirespeed.engine.rundir import RunDirectory
+from wirespeed.engine.rungs import BenchOptions
+from wirespeed.engine.rungs.tcp import measure_flows
 from wirespeed.testbed import build
 
 PREFIX = "wbm-"
@@ -51,7 +53,9 @@ def main() -> None:
             for number, (a, b) in enumerate([p for r in round_robin(matrix.nodes) for p in r], start=1):
                 t0 = time.monotonic()
                 flows = flows_between(found.facts, found.cabling, a, b)
-                results = run_iperf_flows(remote, flows, options, run_dir, f"pair-{number}")
+                results = measure_flows(
+                    remote, run_dir, flows, seconds=options.seconds, bidir=True, folder=f"pair-{number}"
+                )
                 pair_seconds.append(time.monotonic() - t0)
                 sequential_cells += cells_from_flows(number, [(a, b)], results)
             sequential_s = time.monotonic() - started - round_robin_s

@@ -21,15 +21,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from wirespeed.cli.app import main
+from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
 from wirespeed.core.inventory import local_cluster
 from wirespeed.core.nccl import NcclOptions, NcclPlan, mpirun_argv
-from wirespeed.core.parsers.nccl_tests import parse_json
+from wirespeed.core.tools.nccl_tests import parse_json
 from wirespeed.core.units import parse_size_bytes
 from wirespeed.engine import discover
-from wirespeed.engine.nccl import prepare
 from wirespeed.engine.remote import Remote
+from wirespeed.engine.rundir import RunDirectory
+from wirespeed.engine.rungs import BenchOptions
+from wirespeed.engine.rungs.base import RungContext
+from wirespeed.engine.rungs.nccl import NcclRung, nccl_options
 
 
 def by_hand(plan: NcclPlan, options: NcclOptions, workdir: Path, index: int) -> tuple[float, float]:
@@ -57,10 +60,11 @@ def through_wirespeed(collective: str, argv: list[str], runs: Path) -> tuple[flo
 
 def run(collective: str, max_size: str, rounds: int, env: list[str]) -> dict[str, Any]:
     pairs = tuple((e.partition("=")[0], e.partition("=")[2] if "=" in e else None) for e in env)
-    options = NcclOptions((collective,), max_bytes=parse_size_bytes(max_size), env=pairs)
+    bench_options = BenchOptions(collectives=(collective,), max_bytes=parse_size_bytes(max_size), env=pairs)
+    options = nccl_options(bench_options)
     remote = Remote(local_cluster())
     found = discover.discover_live(remote, probe=False)
-    plan = prepare(remote, found, collective, options)
+    plan = NcclRung(collective).plan(RungContext(remote, found, bench_options, RunDirectory(Path(tempfile.mkdtemp()))))
     if not isinstance(plan, NcclPlan):
         raise SystemExit(f"cannot run: {plan.reason} ({plan.fix})")
     cli_argv = ["--collectives", collective, "--max-size", max_size, *[x for e in env for x in ("--env", e)]]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from wirespeed.cli.app import main
+from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
 from wirespeed.engine.remote import Remote
 from wirespeed.testbed import build
@@ -48,8 +48,10 @@ def test_tcp_halves_reach_the_wire_and_one_half_is_half_port(bed: Remote, tmp_pa
     assert halves["ceiling"]["name"] == "wire"
     assert rungs["tcp-single"]["ceiling"]["name"] in ("half-port", "single-flow")
     run = Path(str(data["run"]))
-    for name in ("tcp-single.json", "tcp-halves.json", "takeaway.json", "discovery.json", "tcp-halves.samples.jsonl"):
+    for name in ("tcp-single.json", "tcp-halves.json", "run.json", "discovery.json", "tcp-halves.samples.jsonl"):
         assert (run / name).exists(), name
+    record = json.loads((run / "run.json").read_text())
+    assert record["status"] == "complete" and record["planned"][:3] == ["tcp-single", "tcp-multi", "tcp-halves"]
     assert len(list((run / "tcp-halves").glob("iperf3-*.json"))) == 4
     assert iperf3_left() == []
 
@@ -133,7 +135,7 @@ def test_a_node_lost_mid_run_keeps_the_finished_rungs_and_leaves_nothing_running
     assert rungs["tcp-halves"]["status"] in ("failed", "skipped") and "wbk-2" in rungs["tcp-halves"]["reason"]
     run = next(tmp_path.iterdir())
     assert json.loads((run / "tcp-single.json").read_text())["status"] == "ran"
-    assert (run / "takeaway.json").exists()
+    assert json.loads((run / "run.json").read_text())["status"] == "complete"  # every rung ended, two of them failed
 
 
 def test_compare_flags_a_run_with_a_degraded_half(bed: Remote, tmp_path: Path) -> None:
@@ -151,3 +153,84 @@ def test_compare_flags_a_run_with_a_degraded_half(bed: Remote, tmp_path: Path) -
     assert code == 1, data
     [change] = [c for c in data["changes"] if c["measure"] == "forward_gbps"]
     assert change["worse"] and change["change_percent"] < -15, change  # 4 x 1 Gb/s -> 3 x 1 + 0.2
+
+
+def _cut(remote: Remote, runs: Path, signum: int) -> tuple[int, Path]:
+    """`wirespeed bench tcp` as its own process group, as a terminal starts it; the signal comes once tcp-multi
+    has been sampled at the wire (its iperf3 flows are running), to the whole group as Ctrl-C sends it."""
+    import os
+    import signal
+    import sys
+    import time
+
+    argv = [sys.executable, "-m", "wirespeed", "bench", "tcp", "--cluster", remote.cluster.source, "--seconds", "10",
+            "--runs", str(runs)]  # fmt: skip
+    process = subprocess.Popen(argv, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and process.poll() is None:
+            samples = list(runs.glob("*/tcp-multi.samples.jsonl"))
+            if samples and len(samples[0].read_text().splitlines()) >= 4:
+                break
+            time.sleep(0.2)
+        assert process.poll() is None, process.communicate()
+        os.killpg(process.pid, signum)
+        process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    [run] = list(runs.iterdir())
+    return process.returncode, run
+
+
+def _nothing_left() -> list[str]:
+    import time
+
+    deadline = time.monotonic() + 30  # the nodes' watchdogs stop what the closed sessions ran
+    while iperf3_left() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return iperf3_left()
+
+
+def test_ctrl_c_exits_130_and_the_run_says_interrupted_everywhere(bed: Remote, tmp_path: Path) -> None:
+    import signal
+
+    code, run = _cut(bed, tmp_path, signal.SIGINT)
+    assert code == 130
+    record = json.loads((run / "run.json").read_text())
+    assert record["status"] == "interrupted" and "Ctrl-C" in record["reason"], record
+    assert json.loads((run / "tcp-single.json").read_text())["status"] == "ran"
+    cut = json.loads((run / "tcp-multi.json").read_text())
+    assert cut["status"] == "interrupted" and cut["wire"]["tx_gbps"], cut  # what the wire carried until then
+    assert not (run / "tcp-halves.json").exists()
+    assert _nothing_left() == []
+
+    env = Environment(stdout=io.StringIO(), stderr=io.StringIO(), width=250)
+    assert main(["runs", "--runs", str(tmp_path), "--json"], env) == 0
+    [listed] = json.loads(env.stdout.getvalue())  # type: ignore[attr-defined]
+    assert listed["status"] == "interrupted" and "interrupted" in listed["headline"], listed
+    env = Environment(stdout=io.StringIO(), stderr=io.StringIO(), width=250)
+    assert main(["report", run.name, "--runs", str(tmp_path), "--format", "md", "-o", "-"], env) == 0
+    page = env.stdout.getvalue()  # type: ignore[attr-defined]
+    assert "This run is interrupted" in page and "not reached: tcp-halves" in page
+    assert "### tcp-multi: interrupted" in page
+
+
+def test_sigterm_ends_the_run_interrupted_and_sigkill_reads_as_cut_short(bed: Remote, tmp_path: Path) -> None:
+    import signal
+
+    code, run = _cut(bed, tmp_path / "term", signal.SIGTERM)
+    assert code == 130
+    record = json.loads((run / "run.json").read_text())
+    assert record["status"] == "interrupted" and "SIGTERM" in record["reason"], record
+    assert _nothing_left() == []
+
+    code, run = _cut(bed, tmp_path / "kill", signal.SIGKILL)
+    assert code == -signal.SIGKILL
+    assert json.loads((run / "run.json").read_text())["status"] == "running"  # it had no chance to say more
+    env = Environment(stdout=io.StringIO(), stderr=io.StringIO(), width=250)
+    assert main(["runs", "--runs", str(tmp_path / "kill"), "--json"], env) == 0
+    [listed] = json.loads(env.stdout.getvalue())  # type: ignore[attr-defined]
+    assert listed["state"].startswith("cut short"), listed
+    assert _nothing_left() == []

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from wirespeed.cli.app import main
+from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
 
 pytestmark = pytest.mark.gpu

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from emulators.routeros_rest import RouterOSEmulator
-from wirespeed.cli.app import main
+from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
 from wirespeed.core.checks.model import CheckResult, CheckStatus
 from wirespeed.engine import checks

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from wirespeed.cli.app import main
+from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
-from wirespeed.engine.discover import Discovery, discover_live, discover_snapshots, take_snapshots
+from wirespeed.core.discovery import Discovery
+from wirespeed.engine.discover import discover_live, discover_snapshots, take_snapshots
 from wirespeed.engine.remote import Remote
 from wirespeed.testbed import build
 

@@ -1,6 +1,7 @@
 """`wirespeed bench matrix` on an emulated switch cluster of six nodes: 15 pairs in 5 rounds, its wall time near five
 rounds of one test (measured beside it), a half degraded on one node flagged by node and interface, RDMA skipped
-with the reason, and the heatmap in the report."""
+with the reason, and the heatmap in the report. On four nodes: two matrix runs, the second with one half at
+300 Mbit/s, listed by `runs` with their headlines and compared by the names `runs` prints."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from wirespeed.cli.app import main
+from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
 from wirespeed.core.ladder import flows_between
-from wirespeed.engine.bench import BenchOptions, RunDirectory, run_iperf_flows
 from wirespeed.engine.discover import discover_live
 from wirespeed.engine.remote import Remote
+from wirespeed.engine.rundir import RunDirectory
+from wirespeed.engine.rungs.tcp import measure_flows
 from wirespeed.testbed import build
 
 from .helpers import running_testbed
@@ -38,7 +40,7 @@ def test_matrix_six_nodes_fifteen_pairs_in_five_rounds_flags_a_degraded_half(six
     found = discover_live(six)
     one_started = time.monotonic()  # one test alone: the first pair, every half, both directions
     flows = flows_between(found.facts, found.cabling, "wmx-1", "wmx-2")
-    single = run_iperf_flows(six, flows, BenchOptions(seconds=SECONDS, bidir=True), RunDirectory(tmp_path / "one"), "x")
+    single = measure_flows(six, RunDirectory(tmp_path / "one"), flows, seconds=SECONDS, bidir=True, folder="x")
     one_test_s = time.monotonic() - one_started
     assert all(r.tool_gbps for r in single)
 
@@ -78,3 +80,46 @@ def test_matrix_six_nodes_fifteen_pairs_in_five_rounds_flags_a_degraded_half(six
     assert main(["report", str(run), "-o", str(tmp_path / "r.html")], env) == 0
     page = (tmp_path / "r.html").read_text()
     assert 'id="matrix"' in page and "TCP all pairs: 15 pairs in 5 rounds" in page and "a degraded half" in page
+
+
+def test_two_matrix_runs_listed_and_compared_by_name_naming_the_degraded_half(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    slow = ("wm4-2", "enP2p1s0f1np1")
+
+    def matrix(remote: Remote) -> int:
+        env = Environment(stdout=io.StringIO(), stderr=io.StringIO(), width=200)
+        argv = ["bench", "matrix", "--cluster", remote.cluster.source, "--seconds", str(SECONDS), "--runs", str(runs)]
+        return main(argv, env)
+
+    with running_testbed("wm4-", nodes=4, topology="switch") as (_, remote):
+        assert matrix(remote) == 0
+        build.fault("wm4-", slow[0], slow[1], build.Fault(rate_bps=300_000_000))
+        try:
+            assert matrix(remote) == 1  # the degraded half is an outlier
+        finally:
+            build.revert("wm4-", slow[0], slow[1])
+
+    env = Environment(stdout=io.StringIO(), stderr=io.StringIO(), width=250)
+    assert main(["runs", "--runs", str(runs), "--json"], env) == 0
+    listed = json.loads(env.stdout.getvalue())  # type: ignore[attr-defined]
+    names = [r["run"] for r in listed]
+    assert len(names) == 2 and all(r["status"] == "complete" for r in listed), listed
+    assert all("matrix-tcp: median pair" in r["headline"] for r in listed), listed
+    assert "no outlier" in listed[0]["headline"] and "outlier(s)" in listed[1]["headline"]
+    env = Environment(stdout=io.StringIO(), stderr=io.StringIO(), width=250)
+    assert main(["runs", "--runs", str(runs)], env) == 0
+    table = env.stdout.getvalue()  # type: ignore[attr-defined]
+    assert all(name in table for name in names) and "matrix-tcp" in table
+
+    env = Environment(stdout=io.StringIO(), stderr=io.StringIO(), width=250)
+    code = main(["compare", *names, "--runs", str(runs), "--threshold", "20"], env)
+    said = env.stderr.getvalue()  # type: ignore[attr-defined]
+    assert code == 1, said
+    assert f"matrix-tcp {slow[0]} {slow[1]} sends" in said, said  # the half, by node and interface
+    env = Environment(stdout=io.StringIO(), stderr=io.StringIO(), width=250)
+    assert main(["compare", names[0], names[0], "--runs", str(runs)], env) == 0  # the same run: nothing worse
+
+    env = Environment(stdout=io.StringIO(), stderr=io.StringIO(), width=250)
+    assert main(["report", "latest", "--runs", str(runs), "--format", "md", "-o", "-"], env) == 0
+    page = env.stdout.getvalue()  # type: ignore[attr-defined]
+    assert "## All pairs" in page and "TCP all pairs" in page and f"{slow[0]} {slow[1]} sends" in page

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from wirespeed.cli.app import main
+from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
 from wirespeed.engine.remote import Remote
 

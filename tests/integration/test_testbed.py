@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from wirespeed.cli.app import main
+from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
 from wirespeed.core.inventory import Node
 from wirespeed.core.outcome import Status

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from wirespeed.cli.app import main
+from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
 from wirespeed.core.checks.model import CheckStatus
 from wirespeed.engine import checks

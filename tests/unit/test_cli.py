@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import os
+import pkgutil
+import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+import wirespeed.cli
 import wirespeed.testbed.system
 from wirespeed import __version__
-from wirespeed.cli.app import main
+from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
-from wirespeed.core.errors import InventoryError
+from wirespeed.core.checks.model import REGISTRY, CheckInput, CheckResult, CheckSpec
+from wirespeed.core.errors import ExitStatus, InventoryError
+from wirespeed.engine.checks import load_checks
+
+ROOT = Path(__file__).resolve().parents[2]
+SNAPSHOT = ROOT / "tests" / "fixtures" / "snapshots" / "spark-two-cables"
 
 
 @dataclass
@@ -255,3 +265,81 @@ def test_testbed_up_bad_rate_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -
     assert run.status == 2
     line = assert_one_line_error(run)
     assert line.startswith("wirespeed: error: not a rate: 'fast'")
+
+
+# ---------------------------------------------------------------------------------------------- exit statuses
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("bench", "--seconds", "1"),  # click refuses it
+        ("check", "--snapshot", str(SNAPSHOT), "--only", "no.such"),  # wirespeed refuses it
+    ],
+)
+def test_a_usage_error_is_2_and_one_line(argv: tuple[str, ...]) -> None:
+    run = cli(*argv)
+    assert run.status == ExitStatus.USAGE == 2
+    assert assert_one_line_error(run).startswith("wirespeed: error: ")
+    assert run.stdout == ""
+
+
+def test_check_on_a_snapshot_passes_through_its_status() -> None:
+    run = cli("check", "--snapshot", str(SNAPSHOT), "--only", "mtu.host", "--json")
+    assert run.status == ExitStatus.OK
+    assert json.loads(run.stdout)["exit_status"] == 0
+
+
+def test_check_a_snapshot_with_a_check_that_cannot_run_is_not_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    load_checks()
+
+    def unreadable(data: CheckInput) -> CheckResult:
+        raise OSError("cannot read it")
+
+    monkeypatch.setitem(REGISTRY, "mtu.host", CheckSpec("mtu.host", REGISTRY["mtu.host"].title, unreadable))
+    run = cli("check", "--snapshot", str(SNAPSHOT), "--json")
+    assert run.status == ExitStatus.NOT_MEASURED == 3
+    data = json.loads(run.stdout)
+    assert data["exit_status"] == 3
+    assert data["errors"] == ["check mtu.host could not run: OSError: cannot read it"]
+
+
+@pytest.mark.parametrize("command", ["check", "discover"])
+def test_a_node_that_cannot_be_read_is_not_measured(command: str, tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[[nodes]]\nname = "here"\nhost = "localhost"\nagent = ["no-such-wirespeed-binary"]\n')
+    run = cli(command, "--cluster", str(path), "--no-probe" if command == "discover" else "--no-active")
+    assert run.status == ExitStatus.NOT_MEASURED == 3
+    assert "here: command not found: no-such-wirespeed-binary" in run.stderr + run.stdout
+
+
+def _cli_modules() -> list[str]:
+    return sorted(f"wirespeed.cli.{m.name}" for m in pkgutil.iter_modules(wirespeed.cli.__path__))
+
+
+@pytest.mark.parametrize("module", _cli_modules())
+def test_each_cli_module_imports_alone(module: str) -> None:
+    """In a fresh interpreter, so that no earlier import hides a cycle; no command module needs wirespeed.cli.main."""
+    code = (
+        f"import importlib, sys; importlib.import_module({module!r}); "
+        f"sys.exit({module!r} != 'wirespeed.cli.main' and 'wirespeed.cli.main' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_command_modules_are_there() -> None:
+    assert {"wirespeed.cli.bench", "wirespeed.cli.common", "wirespeed.cli.main"} <= set(_cli_modules())
+    assert "wirespeed.cli.app" not in _cli_modules()
+
+
+def test_main_version_returns_ok() -> None:
+    env = Environment(stdout=io.StringIO(), stderr=io.StringIO())
+    assert main(["--version"], env) == ExitStatus.OK
+    assert isinstance(env.stdout, io.StringIO) and env.stdout.getvalue() == f"wirespeed {__version__}\n"
+
+
+def test_the_entry_points_are_main() -> None:
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    module, _, name = scripts["wirespeed"].partition(":")
+    assert getattr(importlib.import_module(module), name) is main
+    done = subprocess.run([sys.executable, "-m", "wirespeed", "--version"], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, f"wirespeed {__version__}\n")

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wirespeed.cli.app import cli, main
 from wirespeed.cli.importing import import_cmd
+from wirespeed.cli.main import cli, main
 from wirespeed.cli.output import Environment
 from wirespeed.core.importer import KNOWN_TOOLS, TOOLS, decode, detect, import_text, output_name
 
@@ -865,6 +865,7 @@ def test_a_cut_file_names_its_line(tmp_path: Path) -> None:
 def test_into_writes_one_file_per_object(tmp_path: Path) -> None:
     run_dir = tmp_path / "runs" / "2026-11-22T10-00-00"
     run_dir.mkdir(parents=True)
+    (run_dir / "discovery.json").write_text('{"nodes": {}}')  # what bench writes first: this is a run
     other = tmp_path / "other"
     other.mkdir()
     twin = other / SAMPLES["ibdev2netdev"].name  # same stem as the sample, from another directory
@@ -887,13 +888,29 @@ def test_into_writes_one_file_per_object(tmp_path: Path) -> None:
 
 
 def test_into_needs_an_existing_run_directory(tmp_path: Path) -> None:
-    run = run_cli("import", "--into", str(tmp_path / "nope"), str(SAMPLES["nccl-tests"]))
+    run = run_cli("import", "--into", str(tmp_path / "nope"), "--runs", str(tmp_path), str(SAMPLES["nccl-tests"]))
     assert run.status == 2 and run.stdout == ""
     assert run.stderr.splitlines() == [
-        f"wirespeed: error: --into {tmp_path / 'nope'}: no such directory "
-        "(hint: give an existing run directory, e.g. runs/<timestamp>)"
+        f"wirespeed: error: --into {tmp_path / 'nope'}: no such run in {tmp_path} "
+        "(hint: give a name `wirespeed runs` prints, a path, or latest)"
     ]
     assert not (tmp_path / "nope").exists()
+    (tmp_path / "plain").mkdir()  # a directory, but not one bench wrote
+    run = run_cli("import", "--into", "plain", "--runs", str(tmp_path), str(SAMPLES["nccl-tests"]))
+    assert run.status == 2 and "plain: not a run directory" in run.stderr
+    assert not (tmp_path / "plain" / "imported").exists()
+
+
+def test_into_takes_the_name_runs_prints_and_latest(tmp_path: Path) -> None:
+    for name in ("20261122T100000Z", "20261122T110000Z"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "discovery.json").write_text('{"nodes": {}}')
+    run = run_cli("import", "--into", "20261122T100000Z", "--runs", str(tmp_path), str(SAMPLES["nccl-tests"]))
+    assert run.status == 0, run.stderr
+    assert len(list((tmp_path / "20261122T100000Z" / "imported").iterdir())) == 1
+    run = run_cli("import", "--into", "latest", "--runs", str(tmp_path), str(SAMPLES["iperf3"]))
+    assert run.status == 0, run.stderr
+    assert len(list((tmp_path / "20261122T110000Z" / "imported").iterdir())) == 1
 
 
 def test_import_needs_a_file() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from wirespeed.core.parsers.iperf3 import parse_json
+from wirespeed.core.tools.iperf3 import parse_json
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "iperf3"
 CASES = sorted(REAL.glob("iperf3_json_*.txt"))

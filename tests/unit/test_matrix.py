@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wirespeed.core.ladder import Flow, FlowResult
 from wirespeed.core.matrix import (
     HalfFlow,
     MatrixCell,
@@ -21,6 +20,7 @@ from wirespeed.core.matrix import (
     matrix_from_json,
     round_robin,
 )
+from wirespeed.core.results import Direction, Flow, FlowResult, RungStatus
 
 HALVES = ("enp1s0f1np1", "enP2p1s0f1np1")
 
@@ -54,7 +54,7 @@ def flow(src: str, dst: str, half: str, limit: float = 1.0) -> Flow:
     return Flow((src, half), (dst, half), "198.19.0.1", "198.19.0.2", limit, cable="p1")
 
 
-def result(src: str, dst: str, half: str, gbps: float | None, direction: str = "forward") -> FlowResult:
+def result(src: str, dst: str, half: str, gbps: float | None, direction: Direction = Direction.FORWARD) -> FlowResult:
     return FlowResult(flow(src, dst, half), direction, gbps, None if gbps is not None else "iperf3: refused")
 
 
@@ -68,8 +68,9 @@ def full_mesh(nodes: list[str], slow: tuple[str, str] | None = None, rate: float
 
 
 def test_cells_sum_the_halves_per_direction_with_wire_and_expected() -> None:
+    back = Direction.REVERSE
     flows = [result("a", "b", HALVES[0], 0.9), result("a", "b", HALVES[1], 0.8),
-             result("b", "a", HALVES[0], 0.7, "reverse"), result("b", "a", HALVES[1], 0.6, "reverse")]  # fmt: skip
+             result("b", "a", HALVES[0], 0.7, back), result("b", "a", HALVES[1], 0.6, back)]  # fmt: skip
     wire = {("a", HALVES[0]): 0.95, ("a", HALVES[1]): 0.85, ("b", HALVES[0]): 0.75}
     cells = {(c.source, c.target): c for c in cells_from_flows(2, [("a", "b")], flows, wire)}
     ab, ba = cells[("a", "b")], cells[("b", "a")]
@@ -118,9 +119,26 @@ def test_cells_below_half_the_line_rate_are_flagged_unless_all_are() -> None:
 def test_json_round_trip_keeps_units_and_outliers() -> None:
     nodes = list("abcd")
     cells, flows = cells_and_flows(nodes, ("b", HALVES[0]))
-    made = MatrixResult("tcp", "ran", tuple(nodes), tuple(tuple(r) for r in round_robin(nodes)), tuple(cells),
-                        tuple(find_outliers(cells, flows)), (5.5, 5.4, 5.6), 5.0)  # fmt: skip
+    made = MatrixResult("tcp", RungStatus.RAN, tuple(nodes), tuple(tuple(r) for r in round_robin(nodes)),
+                        tuple(cells), tuple(find_outliers(cells, flows)), (5.5, 5.4, 5.6), 5.0,
+                        flows=tuple(flows))  # fmt: skip
     data = json.loads(json.dumps(made.to_json()))
     assert data["units"] == "Gb/s (10^9 bit/s) per direction" and data["pairs"] == 6
     assert data["wall_seconds"] == pytest.approx(16.5)
+    assert data["kind"] == "matrix" and data["schema_version"] == 2 and data["status"] == "ran"
+    assert len(data["flows"]) == len(flows) == 24
     assert matrix_from_json(data) == made
+
+
+def test_a_matrix_file_of_the_wrong_shape_is_one_line_naming_the_field() -> None:
+    nodes = list("ab")
+    cells, flows = cells_and_flows(nodes, None)
+    made = MatrixResult("tcp", RungStatus.RAN, tuple(nodes), tuple(tuple(r) for r in round_robin(nodes)),
+                        tuple(cells), flows=tuple(flows))  # fmt: skip
+    data = made.to_json()
+    for key, value, said in (("status", "great", "status: 'great' is not one of"),
+                             ("cells", 3, "cells: expected a list"),
+                             ("round_seconds", [float("nan")], "not a finite number")):  # fmt: skip
+        with pytest.raises(ValueError, match=r"^matrix-tcp\.json: ") as caught:
+            matrix_from_json({**data, key: value}, "matrix-tcp.json")
+        assert said in str(caught.value) and "\n" not in str(caught.value)

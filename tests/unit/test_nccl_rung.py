@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from wirespeed.core.discovery import Discovery
 from wirespeed.core.errors import UsageError
-from wirespeed.core.ladder import CollectiveSummary, RungResult, SizeFigures, WireFigures, diagnose_collective
+from wirespeed.core.ladder import diagnose_collective
 from wirespeed.core.nccl import (
     NcclOptions,
     NcclPlan,
@@ -24,10 +25,11 @@ from wirespeed.core.nccl import (
     read_run,
     size_cap,
     stored_json,
-    supports_json_output,
 )
+from wirespeed.core.results import CollectiveSummary, Direction, RungResult, RungStatus, SizeFigures, WireFigures
+from wirespeed.core.tools.nccl_tests import supports_json_output
 from wirespeed.core.units import parse_size_bytes
-from wirespeed.engine.discover import Discovery, discover_snapshots
+from wirespeed.engine.discover import discover_snapshots
 
 SNAPSHOTS = Path(__file__).parent.parent / "fixtures" / "snapshots"
 REAL = Path(__file__).parent.parent / "fixtures" / "real" / "nccl_tests_device"
@@ -184,7 +186,7 @@ def _rung(transport: str, busbw: float, **summary: object) -> RungResult:
         **summary,  # type: ignore[arg-type]
     )
     wire = WireFigures(busiest_core={"spark-1": (3, 12.0)})
-    return RungResult("nccl-all_gather", "ran", wire=wire, collective=collective)
+    return RungResult("nccl-all_gather", RungStatus.RAN, wire=wire, collective=collective)
 
 
 def test_diagnosis_socket_with_rdma_linked_is_fallback_naming_the_devices() -> None:
@@ -215,7 +217,8 @@ def test_diagnosis_ib_at_the_wire_and_below_it() -> None:
 
 def test_full_duplex_is_twice_the_busbw_per_direction() -> None:
     rung = _rung("NET/IB", 20.0)
-    assert rung.total_gbps("forward") == pytest.approx(160.0)
+    assert rung.total_gbps(Direction.FORWARD) == pytest.approx(160.0) == rung.forward_gbps
+    assert rung.reverse_gbps == pytest.approx(160.0)
     assert rung.duplex_gbps == pytest.approx(320.0)
     data = rung.to_json()
     assert data["collective"]["peak_busbw_GBps"] == 20.0 and data["full_duplex_gbps"] == pytest.approx(320.0)

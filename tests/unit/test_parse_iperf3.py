@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from wirespeed.core.parsers import perftest
-from wirespeed.core.parsers.iperf3 import Iperf3Interval, Iperf3Result, looks_like, parse_json, parse_text
+from wirespeed.core.tools import perftest
+from wirespeed.core.tools.iperf3 import Iperf3Interval, Iperf3Result, looks_like, parse_json, parse_text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 REAL = FIXTURES / "iperf3"

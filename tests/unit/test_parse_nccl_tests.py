@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from wirespeed.core.parsers.nccl_tests import (
+from wirespeed.core.tools.nccl_tests import (
     Measurement,
     NcclTestsResult,
     busbw_factor,

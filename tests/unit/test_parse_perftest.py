@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from wirespeed.core.parsers import iperf3
-from wirespeed.core.parsers.perftest import BwRow, LatRow, PerftestResult, looks_like, parse_text
+from wirespeed.core.tools import iperf3
+from wirespeed.core.tools.perftest import BwRow, LatRow, PerftestResult, looks_like, parse_text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 REAL = FIXTURES / "perftest"

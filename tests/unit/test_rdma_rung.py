@@ -4,33 +4,29 @@ output from a Spark pair, and the engine driven through a fake execution layer (
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from wirespeed.core.discovery import Discovery
 from wirespeed.core.facts import Gid, NodeFacts, Tool, Unknown
 from wirespeed.core.inventory import Cluster, Node
-from wirespeed.core.ladder import WireFigures
 from wirespeed.core.nccl import NotRunnable
 from wirespeed.core.outcome import CommandResult, Status
-from wirespeed.core.rdma import (
-    GID_FIX,
-    LatencyFigures,
-    RdmaOptions,
-    RdmaPair,
-    client_argv,
-    flow_result,
-    latency_figures,
-    plan_rdma,
-    server_argv,
-)
-from wirespeed.engine import rdma as engine
-from wirespeed.engine.bench import RunDirectory
-from wirespeed.engine.discover import Discovery, discover_snapshots
+from wirespeed.core.rdma import GID_FIX, RdmaOptions, RdmaPair, client_argv, plan_rdma, server_argv
+from wirespeed.core.results import Direction, Latency, RungResult, RungStatus
+from wirespeed.core.tools.perftest import flow_results, latency
+from wirespeed.engine import serving
+from wirespeed.engine.discover import discover_snapshots
+from wirespeed.engine.rundir import RunDirectory
+from wirespeed.engine.rungs.base import BenchOptions, RungContext, run_rung
+from wirespeed.engine.rungs.rdma import RdmaBwRung, RdmaLatRung
 
 SNAPSHOTS = Path(__file__).parent.parent / "fixtures" / "snapshots"
 REAL = Path(__file__).parent.parent / "fixtures" / "real" / "perftest"
@@ -312,10 +308,10 @@ GB_TABLE = (
 
 def test_real_spark_runs_read_in_gbps_as_a_person_reads_them(sparks: Discovery) -> None:
     pair = pairs(sparks)[0]
-    [first] = flow_result(pair, CLIENT1.read_text())
-    [second] = flow_result(pair, CLIENT2.read_text())
+    [first] = flow_results(pair.flow, CLIENT1.read_text())
+    [second] = flow_results(pair.flow, CLIENT2.read_text())
     # --run_infinitely printed one row per period: 92.57 (four times) and 92.56; 97.28 (five times) and 97.29.
-    assert (first.direction, first.error) == ("forward", None)
+    assert (first.direction, first.error) == (Direction.FORWARD, None)
     assert first.tool_gbps == pytest.approx((4 * 92.57 + 92.56) / 5)
     assert second.tool_gbps == pytest.approx((5 * 97.28 + 97.29) / 6)
     assert (first.tool_gbps or 0) + (second.tool_gbps or 0) == pytest.approx(189.85, abs=0.01)  # the guide's sum
@@ -330,7 +326,7 @@ def test_a_mb_per_sec_table_is_mebibytes(sparks: Discovery) -> None:
         + " 65536      664644           0.00               11200.50\t\t     0.179208\n"
         + DASHES
     )
-    [result] = flow_result(pair, text)
+    [result] = flow_results(pair.flow, text)
     assert result.tool_gbps == pytest.approx(11200.50 * MIB_GBPS)  # 93.96 Gb/s, not 89.60
     assert result.tool_gbps == pytest.approx(93.96, abs=0.005)
 
@@ -351,13 +347,14 @@ def test_both_directions_come_from_report_both_never_from_halving(sparks: Discov
         + GB_TABLE.format(iters=2500, avg=88.70, rate=0.169183)
         + DASHES
     )
-    forward, reverse = flow_result(pair, table)
-    assert (forward.direction, forward.tool_gbps, forward.flow) == ("forward", 94.80, pair.flow)
-    assert (reverse.direction, reverse.tool_gbps) == ("reverse", 88.70)
+    forward, reverse = flow_results(pair.flow, table)
+    assert (forward.direction, forward.tool_gbps, forward.flow) == (Direction.FORWARD, 94.80, pair.flow)
+    assert (reverse.direction, reverse.tool_gbps) == (Direction.REVERSE, 88.70)
+    assert reverse.flow == pair.flow.reversed()
     assert (reverse.flow.source, reverse.flow.target) == (pair.flow.target, pair.flow.source)
     assert (reverse.flow.source_address, reverse.flow.target_address) == ("192.168.102.11", "192.168.102.10")
     # The sum alone says nothing of each direction: no figure is invented, the sum is named in the error.
-    [summed] = flow_result(pair, HEADER.format(title=title) + GB_TABLE.format(iters=5000, avg=183.50, rate=0.35))
+    [summed] = flow_results(pair.flow, HEADER.format(title=title) + GB_TABLE.format(iters=5000, avg=183.50, rate=0.35))
     assert summed.tool_gbps is None and summed.error is not None
     assert "183.50 Gb/s" in summed.error and "--report-both" in summed.error
 
@@ -365,11 +362,11 @@ def test_both_directions_come_from_report_both_never_from_halving(sparks: Discov
 def test_failed_and_unreadable_runs_keep_their_error(sparks: Discovery) -> None:
     pair = pairs(sparks)[0]
     refused = "Couldn't connect to 192.168.102.11:20000\nUnable to open file descriptor for socket connection"
-    [result] = flow_result(pair, refused, "spark-1: ib_write_bw exited with status 1")
+    [result] = flow_results(pair.flow, refused, "spark-1: ib_write_bw exited with status 1")
     assert (result.tool_gbps, result.error) == (None, "spark-1: ib_write_bw exited with status 1")
-    [bare] = flow_result(pair, "")
+    [bare] = flow_results(pair.flow, "")
     assert bare.tool_gbps is None and bare.error is not None and bare.error.startswith("perftest output unreadable")
-    [wrong] = flow_result(pair, HEADER.format(title="RDMA_Write Latency Test") + LAT_TABLE)
+    [wrong] = flow_results(pair.flow, HEADER.format(title="RDMA_Write Latency Test") + LAT_TABLE)
     assert wrong.tool_gbps is None and wrong.error == "perftest printed a latency table, not bandwidth"
 
 
@@ -381,15 +378,15 @@ LAT_TABLE = (
 )
 
 
-def test_latency_figures_in_microseconds() -> None:
-    figures = latency_figures(HEADER.format(title="RDMA_Write Latency Test") + LAT_TABLE)
-    assert figures == LatencyFigures(2, 1000, 1.61, 1.66, 1.68, 2.07, 5.36, 5.36)
-    assert figures.text() == (
-        "t_typical 1.66 us, t_avg 1.68 us, p99 2.07 us, p99.9 5.36 us, t_min 1.61 us, t_max 5.36 us "
-        "(2 B, 1000 iterations)"
-    )
+def test_latency_figures_in_microseconds(sparks: Discovery) -> None:
+    pair = pairs(sparks)[0]
+    figures = latency(pair.flow, HEADER.format(title="RDMA_Write Latency Test") + LAT_TABLE)
+    assert figures == Latency(
+        pair.flow, "perftest", message_bytes=2, p50_us=1.66, p99_us=2.07, p999_us=5.36, min_us=1.61, max_us=5.36,
+        avg_us=1.68, samples=1000,
+    )  # fmt: skip
     with pytest.raises(ValueError, match="bandwidth table"):
-        latency_figures(CLIENT1.read_text())
+        latency(pair.flow, CLIENT1.read_text())
 
 
 # ------------------------------------------------------------------------------------------------ engine
@@ -410,8 +407,29 @@ class FakeProcess:
 
 
 @dataclass
+class FakeSampler:
+    """A node's `agent sample` that sends no sample: the rung's wire figures stay empty."""
+
+    node: Node
+    argv: tuple[str, ...]
+    popen: Any = field(default_factory=lambda: SimpleNamespace(stdin=None))
+    stopped: bool = False
+
+    def lines(self) -> Iterator[str]:
+        return iter(())
+
+    def running(self) -> bool:
+        return False
+
+    def stop(self, grace_s: float = 5.0) -> CommandResult:
+        self.stopped = True
+        return CommandResult(self.node.name, self.argv, Status.OK, 0, "", "", 0.0, f"{self.node.name}: stopped")
+
+
+@dataclass
 class FakeRemote:
-    """Answers perftest clients with `answers(argv, attempt)`; records servers started and clients run."""
+    """Answers perftest clients with `answers(argv, attempt)`; records servers started and clients run, and the
+    wire recorder's samplers apart from them."""
 
     answers: Any
     fail_start_at: int | None = None
@@ -419,10 +437,15 @@ class FakeRemote:
         default_factory=lambda: Cluster("fake", (Node("spark-1", "10.0.0.11"), Node("spark-2", "10.0.0.12")), "test")
     )
     servers: list[FakeProcess] = field(default_factory=list)
+    samplers: list[FakeSampler] = field(default_factory=list)
     clients: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def start(self, node: Node, argv: Sequence[str]) -> FakeProcess:
+    def start(self, node: Node, argv: Sequence[str]) -> FakeProcess | FakeSampler:
+        if "agent" in argv and "sample" in argv:
+            sampler = FakeSampler(node, tuple(argv))
+            self.samplers.append(sampler)
+            return sampler
         if self.fail_start_at is not None and len(self.servers) == self.fail_start_at:
             raise KeyboardInterrupt
         process = FakeProcess(node.name, tuple(argv))
@@ -438,28 +461,22 @@ class FakeRemote:
         return CommandResult(node.name, tuple(argv), status, rc, stdout, stderr, 0.1, f"{node.name}: exit {rc}")
 
 
-class FakeRecorder:
-    def __init__(self, *args: object) -> None:
-        pass
-
-    def __enter__(self) -> FakeRecorder:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        pass
-
-    def figures(self, since: float = 0.0) -> WireFigures:
-        return WireFigures()
+@pytest.fixture(autouse=True)
+def no_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake servers listen at once: no pause for them to bind, none between a client's tries."""
+    monkeypatch.setattr(serving, "BIND_WAIT_S", 0.0)
+    monkeypatch.setattr(serving, "RETRY_PAUSE_S", 0.0)
 
 
-@pytest.fixture
-def no_wire(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine, "WireRecorder", FakeRecorder)
+def context(remote: FakeRemote, discovery: Discovery, run_dir: RunDirectory) -> RungContext:
+    return RungContext(remote, discovery, BenchOptions(), run_dir)  # type: ignore[arg-type]
 
 
-def test_bw_rung_runs_every_half_at_once_and_stops_every_server(
-    sparks: Discovery, tmp_path: Path, no_wire: None
-) -> None:
+def written(run_dir: RunDirectory, rung: str) -> RungResult:
+    return RungResult.from_json(json.loads((run_dir.path / f"{rung}.json").read_text()), f"{rung}.json")
+
+
+def test_bw_rung_runs_every_half_at_once_and_stops_every_server(sparks: Discovery, tmp_path: Path) -> None:
     real = CLIENT1.read_text()
 
     def answers(argv: tuple[str, ...], attempt: int) -> tuple[int, str, str]:
@@ -471,7 +488,7 @@ def test_bw_rung_runs_every_half_at_once_and_stops_every_server(
 
     remote = FakeRemote(answers)
     run_dir = RunDirectory(tmp_path)
-    result = engine.run_rdma_bw(remote, sparks, RdmaOptions(), run_dir)
+    result = run_rung(RdmaBwRung(), context(remote, sparks, run_dir))
     planned = pairs(sparks)
     port = int(remote.servers[0].argv[remote.servers[0].argv.index("-p") + 1])
     assert [(s.node, list(s.argv)) for s in remote.servers] == [
@@ -480,7 +497,7 @@ def test_bw_rung_runs_every_half_at_once_and_stops_every_server(
     assert all(s.stopped for s in remote.servers)
     assert {n for n, _ in remote.clients} == {"spark-1"}
     assert sum(1 for _, a in remote.clients if a[2] == "rocep1s0f0") == 2  # retried once
-    assert result.rung == "rdma-bw" and result.status == "failed"
+    assert result.rung == "rdma-bw" and result.status is RungStatus.FAILED
     assert result.reason == (
         "spark-1 enP2p1s0f1np1 (roceP2p1s0f1) -> spark-2 enP2p1s0f1np1 (roceP2p1s0f1): spark-1: exit 1"
     )
@@ -489,46 +506,69 @@ def test_bw_rung_runs_every_half_at_once_and_stops_every_server(
     out = run_dir.path / "rdma-bw"
     assert (out / "perftest-0-spark-1-enp1s0f0np0.out").read_text() == real
     assert (out / "perftest-0-spark-2-enp1s0f0np0.out").read_text() == "server rocep1s0f0\n"
+    # the wire was recorded on both nodes of the plan, and its samplers stopped; the record is in the run
+    assert sorted(s.node.name for s in remote.samplers) == ["spark-1", "spark-2"]
+    assert all(s.stopped for s in remote.samplers)
+    assert written(run_dir, "rdma-bw") == result
+
+
+def test_a_clients_stderr_is_kept_beside_its_output_as_err(sparks: Discovery, tmp_path: Path) -> None:
+    def answers(argv: tuple[str, ...], attempt: int) -> tuple[int, str, str]:
+        return (1, "", "Failed to modify QP to RTR\n") if argv[2] == "roceP2p1s0f1" else (0, CLIENT1.read_text(), "")
+
+    run_dir = RunDirectory(tmp_path)
+    run_rung(RdmaBwRung(), context(FakeRemote(answers), sparks, run_dir))
+    out = run_dir.path / "rdma-bw"
     assert (out / "perftest-3-spark-1-enP2p1s0f1np1.err").read_text() == "Failed to modify QP to RTR\n"
 
 
-def test_bw_rung_that_ran_gets_a_ceiling(sparks: Discovery, tmp_path: Path, no_wire: None) -> None:
+def test_bw_rung_that_ran_gets_a_ceiling(sparks: Discovery, tmp_path: Path) -> None:
     remote = FakeRemote(lambda argv, attempt: (0, CLIENT2.read_text(), ""))
-    result = engine.run_rdma_bw(remote, sparks, RdmaOptions(), RunDirectory(tmp_path))
-    assert result.status == "ran" and result.ceiling is not None and len(result.flows) == 4
+    result = run_rung(RdmaBwRung(), context(remote, sparks, RunDirectory(tmp_path)))
+    assert result.status is RungStatus.RAN and result.ceiling is not None and len(result.flows) == 4
     assert result.total_gbps() == pytest.approx(4 * 97.2817, abs=0.01)
 
 
-def test_interrupted_while_starting_servers_stops_those_started(
-    sparks: Discovery, tmp_path: Path, no_wire: None
-) -> None:
+def test_interrupted_while_starting_servers_stops_those_started(sparks: Discovery, tmp_path: Path) -> None:
     remote = FakeRemote(lambda argv, attempt: (0, "", ""), fail_start_at=2)
+    run_dir = RunDirectory(tmp_path)
     with pytest.raises(KeyboardInterrupt):
-        engine.run_rdma_bw(remote, sparks, RdmaOptions(), RunDirectory(tmp_path))
+        run_rung(RdmaBwRung(), context(remote, sparks, run_dir))
     assert len(remote.servers) == 2 and all(s.stopped for s in remote.servers)
     assert remote.clients == []
+    assert remote.samplers and all(s.stopped for s in remote.samplers)
+    cut = written(run_dir, "rdma-bw")  # written as interrupted, on the way out
+    assert cut.status is RungStatus.INTERRUPTED and cut.reason == "interrupted (Ctrl-C)"
 
 
-def test_lat_rung_one_half_figures_in_the_notes(sparks: Discovery, tmp_path: Path, no_wire: None) -> None:
+def test_lat_rung_one_half_figures_in_its_latency(sparks: Discovery, tmp_path: Path) -> None:
     text = HEADER.format(title="RDMA_Write Latency Test") + LAT_TABLE
     remote = FakeRemote(lambda argv, attempt: (0, text, ""))
-    result = engine.run_rdma_lat(remote, sparks, RdmaOptions(), RunDirectory(tmp_path))
+    run_dir = RunDirectory(tmp_path)
+    result = run_rung(RdmaLatRung(), context(remote, sparks, run_dir))
     assert [s.argv[0] for s in remote.servers] == ["ib_write_lat"] and remote.servers[0].stopped
-    assert result.rung == "rdma-lat" and result.status == "ran" and result.flows == ()
-    assert result.notes == (
-        "spark-1 enp1s0f0np0 (rocep1s0f0) -> spark-2 enp1s0f0np0 (rocep1s0f0): t_typical 1.66 us, t_avg 1.68 us, "
-        "p99 2.07 us, p99.9 5.36 us, t_min 1.61 us, t_max 5.36 us (2 B, 1000 iterations)",
-    )
+    assert result.rung == "rdma-lat" and result.status is RungStatus.RAN and result.flows == ()
+    [figures] = result.latency
+    assert figures == Latency(
+        pairs(sparks)[0].flow, "perftest", message_bytes=2, p50_us=1.66, p99_us=2.07, p999_us=5.36, min_us=1.61,
+        max_us=5.36, avg_us=1.68, samples=1000,
+    )  # fmt: skip
+    assert figures.flow.label() == "spark-1 enp1s0f0np0 -> spark-2 enp1s0f0np0"
+    assert (result.p50_us, result.p99_us) == (1.66, 2.07) and result.notes == ()
+    assert written(run_dir, "rdma-lat") == result
 
 
 def test_a_rung_that_cannot_run_is_skipped_with_its_fix(sparks: Discovery, tmp_path: Path) -> None:
     facts = {n: replace(f, rdma=(), rdma_absent_reason="no RDMA devices: none found") for n, f in sparks.facts.items()}
     remote = FakeRemote(lambda argv, attempt: (0, "", ""))
-    result = engine.run_rdma_bw(remote, replace(sparks, facts=facts), RdmaOptions(), RunDirectory(tmp_path))
+    bare = replace(sparks, facts=facts)
+    run_dir = RunDirectory(tmp_path)
+    result = run_rung(RdmaBwRung(), context(remote, bare, run_dir))
     assert (result.status, result.reason) == (
-        "skipped",
+        RungStatus.SKIPPED,
         "no RDMA devices on the nodes (spark-1: none found; spark-2: none found)",
     )
-    assert result.fix is not None and remote.servers == []
-    lat = engine.run_rdma_lat(remote, replace(sparks, facts=facts), RdmaOptions(), RunDirectory(tmp_path))
-    assert lat.status == "skipped" and lat.rung == "rdma-lat"
+    assert result.fix is not None and remote.servers == [] and remote.samplers == []
+    assert written(run_dir, "rdma-bw") == result
+    lat = run_rung(RdmaLatRung(), context(remote, bare, RunDirectory(tmp_path)))
+    assert lat.status is RungStatus.SKIPPED and lat.rung == "rdma-lat"

@@ -1,24 +1,37 @@
-"""`wirespeed report`: the timeline replayed from recorded samples (units, rung spans, cut lines), what imported
-results stand for as rungs, the environment from a real snapshot's discovery, and the Markdown, HTML and JSON of
-a run directory written the way `bench` writes it."""
+"""`wirespeed report`: the timeline replayed from recorded samples (units, rung spans, cut lines), the figures an
+imported result offers to `compare`, the environment from a real snapshot's discovery, and the Markdown, HTML and
+JSON of a run directory written the way `bench` writes it."""
 
 from __future__ import annotations
 
 import io
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from wirespeed.cli.app import main
+from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
+from wirespeed.core import imported as imports
 from wirespeed.core.compare import compare_runs, regressions
-from wirespeed.core.imported import as_rung
 from wirespeed.core.importer import import_text
 from wirespeed.core.meter import Cable, NodeLayout
-from wirespeed.core.report import environment, headline
+from wirespeed.core.report import REPORT_FORMAT_VERSION, environment
+from wirespeed.core.results import (
+    Ceiling,
+    CollectiveSummary,
+    Direction,
+    Flow,
+    FlowResult,
+    RungResult,
+    RungStatus,
+    SizeFigures,
+    WireFigures,
+)
+from wirespeed.core.run import NodeRef, Run, RunRecord, RunStatus, headline
 from wirespeed.core.timeline import build_timeline
 from wirespeed.engine.discover import discover_snapshots
 from wirespeed.engine.report import load_report
@@ -89,23 +102,23 @@ def test_a_long_run_is_thinned_to_the_point_limit_keeping_the_last_point() -> No
     assert len(points) <= 11 and points[-1].t_s == 49.0
 
 
-# ------------------------------------------------------------------------------------------- imported rungs
+# ----------------------------------------------------------------------------------------- imported figures
 
 
 def imported(path: Path) -> dict[str, Any]:
     return import_text(path.read_text(), str(path))
 
 
-def test_an_imported_nccl_tests_log_stands_for_a_collective_rung() -> None:
-    obj = imported(REAL / "nccl_tests" / "all_reduce_2node_16gpu_h100_a3mega.txt")
-    rung = as_rung("a3", obj)
-    assert rung is not None and rung["rung"] == "imported-a3" and rung["status"] == "ran"
-    collective = rung["collective"]
+A3 = REAL / "nccl_tests" / "all_reduce_2node_16gpu_h100_a3mega.txt"
+
+
+def test_an_imported_nccl_tests_log_offers_its_busbw_per_message_size() -> None:
+    figures = imports.figures(imported(A3))
     # the last row of this log: 8 GiB, out-of-place busbw 338.82 GB/s (the peak)
-    assert collective["peak_busbw_GBps"] == 338.82 and collective["peak_at_bytes"] == 8 * 2**30
-    assert rung["forward_gbps"] == pytest.approx(338.82 * 8)  # GB/s to Gb/s per direction
-    assert rung["full_duplex_gbps"] == pytest.approx(2 * 338.82 * 8)
-    assert len(collective["rows"]) == 31
+    assert figures[f"busbw_GBps @ {8 * 2**30} B"] == 338.82
+    assert max(figures.values()) == 338.82 and max(figures, key=figures.__getitem__) == f"busbw_GBps @ {8 * 2**30} B"
+    assert len(figures) == 31  # one figure per row, no per-direction figure invented from busbw
+    assert all(name.startswith("busbw_GBps @ ") for name in figures)
 
 
 def test_imported_perftest_and_iperf3_give_their_figures_in_gbps_and_counters_none() -> None:
@@ -113,14 +126,17 @@ def test_imported_perftest_and_iperf3_give_their_figures_in_gbps_and_counters_no
     bw = [f for f in perftest_files if "_bw" in f.name and "bidir" not in f.name]
     assert bw, "a perftest bandwidth fixture"
     obj = imported(bw[0])
-    rung = as_rung("bw", obj)
     largest = max((r for r in obj["rows"] if r["bw_avg_gbps"] is not None), key=lambda r: r["size_bytes"])
-    assert rung is not None and rung["forward_gbps"] == largest["bw_avg_gbps"]
+    assert not obj["bidirectional"] and imports.figures(obj) == {"forward_gbps": largest["bw_avg_gbps"]}
     iperf = sorted((REAL / "iperf3").glob("*.txt"))  # the .json beside each is what a person reads in it
-    got = [as_rung("i", imported(f)) for f in iperf]
-    assert any(r is not None and isinstance(r["forward_gbps"], float) for r in got)
+    objs = [imported(f) for f in iperf]
+    got = [imports.figures(obj) for obj in objs]
+    assert any(isinstance(r.get("forward_gbps"), float) for r in got)
+    for obj, figures in zip(objs, got, strict=True):
+        if "forward_gbps" in figures:  # what the receiver counted, in Gb/s
+            assert figures["forward_gbps"] == pytest.approx(obj["received_bps"] / 1e9)
     ethtool = next(f for f in sorted((REAL / "ethtool").iterdir()) if f.suffix == ".txt")
-    assert as_rung("e", imported(ethtool)) is None
+    assert imports.figures(imported(ethtool)) == {}
 
 
 # ------------------------------------------------------------------------------------------------ environment
@@ -137,39 +153,59 @@ def test_environment_from_a_real_spark_snapshot_names_tools_firmware_and_drivers
     assert any("driver mlx5_core" in v for (n, _), v in by.items() if n == nodes[0])
 
 
+def record(nodes: tuple[str, ...], planned: tuple[str, ...], status: RunStatus = RunStatus.COMPLETE) -> RunRecord:
+    """run.json as `bench` writes it when the run ends."""
+    return RunRecord(
+        wirespeed_version="0.2.0", command=("bench", "ladder"), what="ladder", options={"seconds": 5},
+        cluster="test", nodes=tuple(NodeRef(n, n) for n in nodes), started_utc="2026-11-22T10:00:00Z", status=status,
+        ended_utc="2026-11-22T10:05:00Z", planned=planned,
+    )  # fmt: skip
+
+
+def rung(name: str, gbps: float | None, status: RungStatus = RungStatus.RAN, line_rate: float = 1.0) -> RungResult:
+    """A rung as `bench` records it: two halves, each carrying half of `gbps`, with the wire and its ceiling."""
+    flows = ()
+    if gbps is not None:
+        flows = tuple(
+            FlowResult(Flow(("n1", h), ("n2", h), "198.19.0.1", "198.19.0.2", line_rate), Direction.FORWARD, gbps / 2)
+            for h in HALVES
+        )
+    return RungResult(
+        rung=name, status=status, reason=None if status is RungStatus.RAN else "no RDMA devices", fix="x",
+        flows=flows, duration_s=4.0,
+        wire=WireFigures(tx_gbps={("n1", HALVES[0]): 0.99}, busiest_core={"n1": (0, 61.0)}, cpu_average={"n1": 30.0},
+                         source="netdev"),
+        ceiling=None if gbps is None else Ceiling("wire", ("1.98 Gb/s of 2 Gb/s <line rate>",)),
+    )  # fmt: skip
+
+
+def collective_rung(obj: dict[str, Any]) -> RungResult:
+    """An NCCL rung with the figures of an nccl-tests log (out-of-place, as the rung keeps them)."""
+    rows = tuple(
+        SizeFigures(r["size_bytes"], r["out_of_place"]["algbw_GBps"], r["out_of_place"]["busbw_GBps"],
+                    r["out_of_place"]["time_us"])
+        for r in obj["rows"]
+    )  # fmt: skip
+    summary = CollectiveSummary(obj["collective"], obj["ranks"], rows, obj["avg_busbw_GBps"], "NET/IB", True)
+    return RungResult(f"nccl-{obj['collective']}", RungStatus.RAN, collective=summary, duration_s=30.0)
+
+
 def test_headline_names_the_highest_figure_its_ceiling_and_the_counts() -> None:
-    rungs = [
-        {"rung": "tcp-single", "status": "ran", "forward_gbps": 1.0, "ceiling": {"name": "cpu"}},
-        {"rung": "tcp-halves", "status": "ran", "forward_gbps": 3.9, "ceiling": {"name": "wire"}},
-        {"rung": "rdma-bw", "status": "skipped", "forward_gbps": None},
-    ]
-    checks = {"counts": {"pass": 3, "warn": 0, "fail": 1}}
-    assert headline(rungs, checks) == (
+    single = replace(rung("tcp-single", 1.0), ceiling=Ceiling("cpu", ()))
+    rungs = (single, rung("tcp-halves", 3.9), rung("rdma-bw", None, RungStatus.SKIPPED))
+    run = Run("r", record(("n1", "n2"), ("tcp-single", "tcp-halves", "rdma-bw")), rungs)
+    checks = {"pass": 3, "warn": 0, "fail": 1}
+    assert headline(run, checks) == (
         "highest: 3.90 Gb/s per direction on tcp-halves, ceiling: wire; 2 ran, 1 skipped; checks: 3 pass, 1 fail"
     )
-    assert headline([], None).startswith("no rung measured a figure")
+    assert headline(Run("r", record((), ())), None).startswith("no rung measured a figure")
 
 
 # ---------------------------------------------------------------------------------------------- a run directory
 
 
-def rung_json(name: str, gbps: float | None, status: str = "ran") -> dict[str, Any]:
-    flows = []
-    if gbps is not None:
-        flows = [
-            {"client": ["n1", h], "server": ["n2", h], "client_address": "198.19.0.1", "server_address": "198.19.0.2",
-             "line_rate_gbps": 1.0, "direction": "forward", "receiver_gbps": gbps / 2, "error": None}
-            for h in HALVES
-        ]  # fmt: skip
-    return {
-        "rung": name, "status": status, "reason": None if status == "ran" else "no RDMA devices", "fix": "x",
-        "seconds": 4.0, "forward_gbps": gbps, "reverse_gbps": None, "full_duplex_gbps": gbps, "flows": flows,
-        "wire": {"source": "netdev", "tx_gbps": {f"n1:{HALVES[0]}": 0.99}, "rx_gbps": {},
-                 "busiest_core": {"n1": {"core": 0, "busy_percent": 61.0}}, "cpu_average_percent": {"n1": 30.0},
-                 "errors": {}},
-        "ceiling": None if gbps is None else {"name": "wire", "evidence": ["1.98 Gb/s of 2 Gb/s <line rate>"]},
-        "collective": None, "notes": [],
-    }  # fmt: skip
+def write(run: Path, name: str, data: Any) -> None:
+    (run / name).write_text(json.dumps(data, indent=2, allow_nan=False) + "\n")
 
 
 @pytest.fixture
@@ -178,34 +214,43 @@ def run_dir(tmp_path: Path) -> Path:
     run = tmp_path / "runs" / "20261122T100000Z"
     run.mkdir(parents=True)
     found = discover_snapshots([SNAPSHOTS / "spark-two-cables"])
-    (run / "discovery.json").write_text(json.dumps(found.to_json()))
-    (run / "checks.json").write_text(
-        json.dumps({"results": [{"id": "mtu.host", "title": "t", "status": "fail", "summary": "MTU 1500 <x>",
-                                 "evidence": [{"node": "n1", "subject": "enp1s0f0np0", "what": "mtu", "value": 1500}],
-                                 "fixes": []}], "counts": {"pass": 0, "warn": 0, "fail": 1, "skip": 0},
-                    "errors": [], "exit_status": 1, "active": False})
-    )  # fmt: skip
-    (run / "tcp-halves.json").write_text(json.dumps(rung_json("tcp-halves", 1.98)))
-    (run / "rdma-bw.json").write_text(json.dumps(rung_json("rdma-bw", None, "skipped")))
-    row = {"rung": "tcp-halves", "result": "1.98 Gb/s", "full duplex": "-", "busiest core": "n1 61%", "ceiling": "wire"}
-    (run / "takeaway.json").write_text(json.dumps([{**row, "why": "x"}]))
+    planned = ("tcp-halves", "rdma-bw", "nccl-all_reduce")
+    write(run, "run.json", record(tuple(sorted(found.facts)), planned).to_json())
+    write(run, "discovery.json", found.to_json())
+    write(run, "checks.json", {
+        "results": [{"id": "mtu.host", "title": "t", "status": "fail", "summary": "MTU 1500 <x>",
+                     "evidence": [{"node": "n1", "subject": "enp1s0f0np0", "what": "mtu", "value": 1500}],
+                     "fixes": []}],
+        "counts": {"pass": 0, "warn": 0, "fail": 1, "skip": 0}, "errors": [], "exit_status": 1, "active": False,
+    })  # fmt: skip
+    obj = imported(A3)
+    for result in (rung("tcp-halves", 1.98), rung("rdma-bw", None, RungStatus.SKIPPED), collective_rung(obj)):
+        write(run, f"{result.rung}.json", result.to_json())
     node = sorted(found.facts)[0]
     lines = [sample(t, t * 125_000_000, 0, 10 * t, node) for t in range(4)]
     (run / "tcp-halves.samples.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"node": "cut')
     (run / "imported").mkdir()
-    obj = imported(REAL / "nccl_tests" / "all_reduce_2node_16gpu_h100_a3mega.txt")
-    (run / "imported" / "a3.nccl-tests.json").write_text(json.dumps(obj))
+    write(run / "imported", "a3.nccl-tests.json", obj)
     return run
 
 
 def test_a_run_directory_reads_back_with_its_imports_and_a_cut_sample_line(run_dir: Path) -> None:
     report = load_report(run_dir)
-    assert [r["rung"] for r in report.rungs] == ["tcp-halves", "rdma-bw", "imported-a3.nccl-tests"]
+    assert [r.rung for r in report.rungs] == ["tcp-halves", "rdma-bw", "nccl-all_reduce"]
+    assert [i.name for i in report.imported] == ["a3.nccl-tests"]  # evidence beside the run, never a rung
+    assert report.problems == () and report.run.state() == "complete" and report.run.not_reached == ()
     assert report.timeline.unreadable_lines == 1
     assert [s.rung for s in report.timeline.spans] == ["tcp-halves"]
-    assert report.checks is not None and report.takeaway is not None
+    assert report.checks is not None and [row.rung for row in report.takeaway] == [r.rung for r in report.rungs]
     data = json.loads(json.dumps(report.to_json()))
-    assert data["report_format_version"] == 1 and data["imported"][0]["tool"] == "nccl-tests"
+    assert data["report_format_version"] == REPORT_FORMAT_VERSION == 2 and data["imported"][0]["tool"] == "nccl-tests"
+    assert data["status"] == "complete" and data["record"]["planned"] == ["tcp-halves", "rdma-bw", "nccl-all_reduce"]
+    assert data["takeaway"][0] == {
+        "rung": "tcp-halves", "status": "ran", "forward_gbps": 1.98, "full_duplex_gbps": None, "busbw_GBps": None,
+        "p50_us": None, "p99_us": None, "busiest_core_percent": {"n1": 61.0}, "ceiling": "wire",
+        "why": "1.98 Gb/s of 2 Gb/s <line rate>",
+    }  # fmt: skip
+    assert data["takeaway"][2]["busbw_GBps"] == 338.82
     assert data["timeline"]["cables"] and data["timeline"]["cables"][0]["point_columns"] == [
         "t_s",
         "tx_gbps",
@@ -221,7 +266,7 @@ def test_html_is_self_contained_in_reading_order_with_plots_and_escaped_text(run
         for section in ("takeaway", "over-time", "rungs", "checks", "discovery", "environment", "imported")
     ]
     assert order == sorted(order)
-    assert page.count('<svg class="chart"') >= 4  # throughput, CPU, busbw of the import, the halves of tcp-halves
+    assert page.count('<svg class="chart"') >= 4  # throughput, CPU, busbw of nccl-all_reduce, tcp-halves' halves
     assert "NCCL bus bandwidth against message size" in page
     assert "&lt;line rate&gt;" in page and "<line rate>" not in page  # evidence is text, never markup
     assert "MTU 1500 &lt;x&gt;" in page
@@ -233,24 +278,27 @@ def test_markdown_has_the_takeaway_first_and_a_table_per_section(run_dir: Path) 
     assert text.startswith("# wirespeed report: run 20261122T100000Z")
     assert text.index("## Takeaway") < text.index("## Rungs") < text.index("## Checks") < text.index("## Environment")
     assert "| tcp-halves | 1.98 Gb/s |" in text
-    assert "| 8 GiB |" in text  # the imported log's collective table
+    assert "| 8 GiB |" in text  # nccl-all_reduce's collective table
+    assert "| peak busbw | 338.82 GB/s at 8 GiB (out-of-place) |" in text  # the imported log's summary
     assert "| mtu.host | fail | MTU 1500 <x> |" in text
 
 
 def test_compare_flags_an_imported_log_that_got_worse(run_dir: Path, tmp_path: Path) -> None:
     later = tmp_path / "runs" / "20261123T100000Z"
     (later / "imported").mkdir(parents=True)
-    obj = imported(REAL / "nccl_tests" / "all_reduce_2node_16gpu_h100_a3mega.txt")
+    write(later, "run.json", record(("spark-1", "spark-2"), ("nccl-all_reduce",)).to_json())
+    write(later, "nccl-all_reduce.json", json.loads((run_dir / "nccl-all_reduce.json").read_text()))  # unchanged
+    obj = imported(A3)
     for row in obj["rows"]:
         if row["size_bytes"] == 8 * 2**30:
             row["out_of_place"]["busbw_GBps"] = 300.0  # 11% less at 8 GiB
-    (later / "imported" / "a3.nccl-tests.json").write_text(json.dumps(obj))
-    worse = regressions(compare_runs(load_run(run_dir).rungs, load_run(later).rungs), 5.0)
-    assert [(c.rung, c.measure) for c in worse] == [
+    write(later / "imported", "a3.nccl-tests.json", obj)
+    worse = regressions(compare_runs(load_run(run_dir), load_run(later)), 5.0)
+    assert [(c.subject, c.measure) for c in worse] == [
         ("tcp-halves", "forward_gbps"),  # measured before, not at all in the later run: worse too
-        ("imported-a3.nccl-tests", f"busbw_GBps @ {8 * 2**30} B"),
+        ("imported a3.nccl-tests", f"busbw_GBps @ {8 * 2**30} B"),
     ]
-    assert worse[1].before == 338.82 and worse[1].after == 300.0  # the peak moved to 4 GiB: forward_gbps held
+    assert worse[1].before == 338.82 and worse[1].after == 300.0  # only that size: the other sizes held
 
 
 # --------------------------------------------------------------------------------------------------- the command
@@ -300,11 +348,9 @@ def test_charts_escape_labels_and_say_when_they_have_no_data() -> None:
 
 
 def test_rdma_bandwidth_per_half_is_a_bar_per_half_against_its_line_rate() -> None:
-    rung = rung_json("rdma-bw", 180.0)
-    for flow in rung["flows"]:
-        flow["line_rate_gbps"] = 100.0  # a Spark half: about 100 Gb/s of the 200G port
-    chart = view.halves_chart(rung)
+    result = rung("rdma-bw", 180.0, line_rate=100.0)  # a Spark half: about 100 Gb/s of the 200G port
+    chart = view.halves_chart(result)
     assert chart is not None and "rdma-bw: each half, as its receiver counted it" in chart
     assert chart.count("90.00 Gb/s") == 2  # 180 Gb/s over two halves
     assert "n1 enp1s0f0np0 → n2 enp1s0f0np0" in chart
-    assert view.halves_chart(rung_json("rdma-bw", None, "skipped")) is None
+    assert view.halves_chart(rung("rdma-bw", None, RungStatus.SKIPPED)) is None

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from emulators.routeros_rest import RouterOSEmulator
-from wirespeed.cli.app import main
+from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
 
 PASSWORD = "pw-Zq81-not-to-be-seen"

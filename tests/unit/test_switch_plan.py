@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from wirespeed.cli.app import main
+from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
 from wirespeed.core.errors import InventoryError
 from wirespeed.core.routeros import HostHalf, PlanOptions, SwitchConfig, parse_switch_table, parse_version, plan

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from wirespeed.core.parsers import sysfs_values as sv
+from wirespeed.core.tools import iperf3, perftest
 
 
 @pytest.mark.parametrize(
@@ -103,14 +104,14 @@ def test_ip_addr_json_and_default_route() -> None:
 @pytest.mark.parametrize(
     ("parse", "text", "expected"),
     [
-        (sv.iperf3_version, "iperf 3.16 (cJSON 1.7.15)\nLinux spark-1 6.17.0", "3.16"),
-        (sv.iperf3_version, "iperf 3.12 (cJSON 1.7.15)", "3.12"),
+        (iperf3.parse_version, "iperf 3.16 (cJSON 1.7.15)\nLinux spark-1 6.17.0", "3.16"),
+        (iperf3.parse_version, "iperf 3.12 (cJSON 1.7.15)", "3.12"),
         (
             sv.mpirun_version,
             "mpirun (Open MPI) 4.1.6\n\nReport bugs to http://www.open-mpi.org/community/help/",
             "Open MPI 4.1.6",
         ),
-        (sv.perftest_version, "Version: 6.06\n", "6.06"),
+        (perftest.parse_version, "Version: 6.06\n", "6.06"),
         (sv.nccl_version, "\tlibnccl.so.2 (libc6,AArch64) => /usr/lib/aarch64-linux-gnu/libnccl.so.2.28.9\n", "2.28.9"),
         (sv.nccl_version, "2.30.3\n", "2.30.3"),
     ],
@@ -120,7 +121,7 @@ def test_tool_versions(parse: object, text: str, expected: str) -> None:
 
 
 def test_tool_versions_refuse_unrelated_text() -> None:
-    for parse in (sv.iperf3_version, sv.mpirun_version, sv.perftest_version, sv.nccl_version):
+    for parse in (iperf3.parse_version, sv.mpirun_version, perftest.parse_version, sv.nccl_version):
         with pytest.raises(ValueError):
             parse("command not found")
 

@@ -2,28 +2,22 @@
 wirespeed.core.importer (pure); this module opens the files, prints one summary or JSON line per file, writes
 RUN_DIR/imported/ and turns every failure into one line naming the file, so one bad file never hides the others.
 
-It takes nothing from wirespeed.cli.app at import time: app.py registers this command, so importing app here would
-make a cycle. The per-invocation Ctx arrives as click's context object instead.
+Registered by wirespeed.cli.main; like every command module it takes its shared parts from wirespeed.cli.common.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 from rich.table import Table
 
+from wirespeed.cli.common import CONTEXT, Ctx
+from wirespeed.cli.output import Output
 from wirespeed.core import imported, importer
-from wirespeed.core.errors import UsageError, WirespeedError
-
-if TYPE_CHECKING:
-    from wirespeed.cli.app import Ctx
-    from wirespeed.cli.output import Output
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 120}
-
+from wirespeed.core.errors import ExitStatus, UsageError, WirespeedError
 
 # --------------------------------------------------------------------------------------------------- reading
 
@@ -81,25 +75,29 @@ def _show(out: Output, obj: dict[str, Any], json_mode: bool) -> None:
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--into",
-    "run_dir",
-    type=click.Path(path_type=Path),
+    "into",
     default=None,
-    metavar="RUN_DIR",
-    help="Also write each file's object as RUN_DIR/imported/<file stem>.<tool>.json (RUN_DIR must exist).",
+    metavar="RUN",
+    help="Also keep each file's object beside a run (a name `wirespeed runs` prints, a path, `latest` or "
+    "`baseline`), as RUN/imported/<file stem>.<tool>.json: evidence in its report, never one of its rungs.",
 )
+@click.option("--runs", "runs_dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
+              help="Where run directories are.")  # fmt: skip
 @click.option("--json", "json_mode", is_flag=True, help="One JSON object per file and line (JSON Lines) on stdout.")
 @click.pass_obj
-def import_cmd(ctx: Ctx, files: tuple[Path, ...], run_dir: Path | None, json_mode: bool) -> None:
+def import_cmd(ctx: Ctx, files: tuple[Path, ...], into: str | None, runs_dir: Path, json_mode: bool) -> ExitStatus:
     """Read saved outputs of nccl-tests, perftest, iperf3, ethtool -S, ibdev2netdev, ibv_devinfo, show_gids and
     rdma link, told apart by their content, and show or store them in wirespeed's import format
     (docs/import-format.md). Exit status 1 when any file could not be imported."""
     out = ctx.output(json_mode)
     imported_dir: Path | None = None
-    if run_dir is not None:
-        if not run_dir.is_dir():
-            why = "not a directory" if run_dir.exists() else "no such directory"
-            raise UsageError(f"--into {run_dir}: {why}", hint="give an existing run directory, e.g. runs/<timestamp>")
-        imported_dir = run_dir / "imported"
+    if into is not None:
+        from wirespeed.engine.runs import resolve_run
+
+        try:
+            imported_dir = resolve_run(runs_dir, into) / "imported"
+        except UsageError as exc:
+            raise UsageError(f"--into {exc.message}", hint=exc.hint) from None
         try:
             imported_dir.mkdir(exist_ok=True)
         except OSError as exc:
@@ -131,4 +129,4 @@ def import_cmd(ctx: Ctx, files: tuple[Path, ...], run_dir: Path | None, json_mod
             if not json_mode:
                 out.message(f"wirespeed: wrote {target}")
     out.env.stdout.flush()
-    raise SystemExit(1 if failed else 0)
+    return ExitStatus.FINDING if failed else ExitStatus.OK

@@ -3,7 +3,7 @@
 command then uses by default, and runs the checks that say the mesh and the halves are right. `--undo` takes it
 all away again.
 
-Registered by wirespeed.cli.app; it takes nothing from that module at import time (that would be a cycle)."""
+Registered by wirespeed.cli.main; like every command module it takes its shared parts from wirespeed.cli.common."""
 
 from __future__ import annotations
 
@@ -11,18 +11,14 @@ import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
+from wirespeed.cli.common import CONTEXT, Ctx
 from wirespeed.core import sshmesh
-from wirespeed.core.errors import UsageError
+from wirespeed.core.errors import ExitStatus, UsageError
 from wirespeed.core.inventory import DEFAULT_AGENT
 
-if TYPE_CHECKING:
-    from wirespeed.cli.app import Ctx
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 120}
 FINAL_CHECKS = "ssh.mesh,link.halves,addr.subnets"
 
 
@@ -51,7 +47,7 @@ def init_cmd(
     ssh_options: tuple[str, ...],
     undo: bool,
     no_check: bool,
-) -> None:
+) -> int:
     """Find the other nodes on the fabric, set up the ssh mesh among all nodes, write the cluster file."""
     from wirespeed.engine import init as engine
     from wirespeed.engine.clusters import default_cluster_path, load_cluster_file
@@ -79,7 +75,7 @@ def init_cmd(
         engine.undo(cluster, options, say)
         path.unlink(missing_ok=True)
         say(f"removed {path}")
-        return
+        return ExitStatus.OK
 
     found = engine.find(options, say)
     if not found.peers:
@@ -122,7 +118,11 @@ def init_cmd(
     wrote = engine.write_cluster_file(path, mesh, options.agent)
     say(f"{'wrote' if wrote else 'unchanged:'} {path} ({', '.join(m.name for m in mesh)})")
     if no_check:
-        return
-    from wirespeed.cli.app import main
-
-    raise SystemExit(main(["check", "--cluster", str(path), "--only", FINAL_CHECKS], ctx.env))
+        return ExitStatus.OK
+    # The same `wirespeed check` a person would run next, through the root command (the error boundary is the
+    # caller's): its exit status is init's.
+    root = click.get_current_context().find_root().command
+    status = root.main(
+        ["check", "--cluster", str(path), "--only", FINAL_CHECKS], prog_name="wirespeed", standalone_mode=False, obj=ctx
+    )
+    return int(status) if isinstance(status, int) else ExitStatus.OK

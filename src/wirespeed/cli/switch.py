@@ -3,26 +3,22 @@ RouterOS script for the fabric ports (and, with --lossless, the QoS recipe and t
 `status` reads every fabric port over the REST API; `apply` shows the diff against the plan and changes it only with
 --yes; `verify` re-reads and confirms each port is up at the rate, MTU and FEC the hosts need.
 
-Registered by wirespeed.cli.app; it takes nothing from that module at import time (that would be a cycle)."""
+Registered by wirespeed.cli.main; like every command module it takes its shared parts from wirespeed.cli.common."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
-from wirespeed.core.errors import UsageError
+from wirespeed.cli.common import CONTEXT, Ctx, resolve_remote
+from wirespeed.core.errors import ExitStatus, UsageError
 from wirespeed.core.facts import to_jsonable
 from wirespeed.core.routeros import FEC_MODES, SPEEDS, HostHalf, PlanOptions, SwitchConfig, plan
 from wirespeed.core.switchstate import PortProblem, SwitchState, plan_updates, port_problems, wanted_ports
-
-if TYPE_CHECKING:
-    from wirespeed.cli.app import Ctx
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 120}
 
 
 @click.group("switch", context_settings=CONTEXT)
@@ -82,7 +78,6 @@ def plan_cmd(
     options = _options(config, speed, fec_mode, host_mtu, lossless, routeros_version)
     halves: list[HostHalf] = []
     if lossless:
-        from wirespeed.cli.app import resolve_remote
         from wirespeed.engine import discover
 
         found = discover.discover_live(resolve_remote(out, cluster_file, None, None), probe=False)
@@ -151,7 +146,9 @@ def _state_json(state: SwitchState, config: SwitchConfig) -> dict[str, Any]:
     return {"address": state.address, "version": state.version, "board_name": state.board_name, "ports": ports}
 
 
-def _show_problems(ctx: Ctx, json_mode: bool, state: SwitchState, problems: list[PortProblem], extra: Any) -> None:
+def _show_problems(
+    ctx: Ctx, json_mode: bool, state: SwitchState, problems: list[PortProblem], extra: Any
+) -> ExitStatus:
     from wirespeed.ui.switch import problems_text
 
     out = ctx.output(json_mode)
@@ -165,7 +162,7 @@ def _show_problems(ctx: Ctx, json_mode: bool, state: SwitchState, problems: list
         warned = f", {len(problems) - len(failed)} warning(s)" if len(problems) > len(failed) else ""
         out.message(f"wirespeed: switch {state.address}: {verdict}{warned} on {ports} port(s)" if problems else
                     f"wirespeed: switch {state.address}: every fabric port verified")  # fmt: skip
-    raise SystemExit(1 if failed else 0)
+    return ExitStatus.FINDING if failed else ExitStatus.OK
 
 
 def _links_ready(config: SwitchConfig) -> Callable[[SwitchState], bool]:
@@ -225,7 +222,7 @@ def apply_cmd(
     yes: bool,
     wait_s: float,
     json_mode: bool,
-) -> None:
+) -> ExitStatus:
     """Show what differs between the fabric ports and the plan; with --yes change it (L2MTU before MTU, then the
     bridge), wait for the links and verify. Only the fabric ports of the cluster file are touched."""
     from wirespeed.engine import switch
@@ -248,17 +245,17 @@ def apply_cmd(
     if not changes:
         if json_mode:
             out.data({**diff, "applied": []})
-        raise SystemExit(0)
+        return ExitStatus.OK
     if not yes:
         if json_mode:
             out.data({**diff, "applied": None})
         else:
             out.message("wirespeed: nothing changed; run again with --yes to apply")
-        raise SystemExit(0)
+        return ExitStatus.OK
     applied = switch.apply_updates(client, updates, None if json_mode else lambda s: out.message(f"wirespeed: set {s}"))
     after = switch.wait_for_links(client, config, wait_s, _links_ready(config))
     problems = port_problems(after, config, host_mtu, options.speed)
-    _show_problems(ctx, json_mode, after, problems, {**diff, "applied": applied})
+    return _show_problems(ctx, json_mode, after, problems, {**diff, "applied": applied})
 
 
 @switch_group.command("verify")
@@ -278,13 +275,13 @@ def verify_cmd(
     host_mtu: int,
     wait_s: float,
     json_mode: bool,
-) -> None:
+) -> ExitStatus:
     """Re-read the fabric ports and confirm: link up at [switch] speed, L2MTU >= host MTU + 22, MTU >= host MTU,
     FEC as planned, error counters at zero. Exit 0: verified; 1: a port falls short."""
     from wirespeed.engine import switch
 
     config, client = _connect(cluster_file, ports, insecure, ca_file, timeout_s)
     state = switch.wait_for_links(client, config, wait_s, _links_ready(config))
-    _show_problems(
+    return _show_problems(
         ctx, json_mode, state, port_problems(state, config, host_mtu), {"switch": _state_json(state, config)}
     )

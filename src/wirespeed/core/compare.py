@@ -1,21 +1,44 @@
-"""Two runs side by side: per rung and per collective and message size, what changed and whether it got worse by
-more than a threshold. Pure: it reads the rung JSON objects `wirespeed bench` writes, already loaded."""
+"""Two runs side by side: every figure either run has, what changed, and whether it got worse by more than a
+threshold. Pure: it reads two `Run` records.
+
+What is compared: each rung's figures (Gb/s per direction, busbw per message size, latency p50/p99, where lower
+is better), each matrix cell (sender -> receiver) and each half of a matrix (the median of its flows, sending and
+receiving: where a degraded cable shows), and the figures of an imported file only when both runs hold the same
+file. A figure that was measured before and not now counts as worse.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from wirespeed.core import imported
+from wirespeed.core.matrix import MatrixResult
+from wirespeed.core.results import RungResult, RungStatus
+from wirespeed.core.run import Run, imported_names
+
+ABSENT = "absent"
+
+
+@dataclass(frozen=True)
+class Figure:
+    subject: str  # "tcp-single", "matrix-tcp spark-1 -> spark-2", "imported a3.txt"
+    measure: str  # "forward_gbps", "busbw_GBps @ 1048576 B", "p99_us", "sends_gbps"
+    value: float | None
+    status: str  # the rung's (or cell's) status: ran, failed, skipped, interrupted
+    higher_is_better: bool = True
 
 
 @dataclass(frozen=True)
 class Change:
-    rung: str
-    measure: str  # "forward_gbps", "reverse_gbps", "busbw_GBps @ 1048576 B", ...
+    subject: str
+    measure: str
     before: float | None
     after: float | None
     status_before: str
     status_after: str
+    higher_is_better: bool = True
 
     @property
     def percent(self) -> float | None:
@@ -24,40 +47,94 @@ class Change:
         return 100.0 * (self.after - self.before) / self.before
 
     def worse(self, threshold_pct: float) -> bool:
-        """Lower by more than the threshold, or measured before and not now."""
-        if self.status_before == "ran" and self.status_after != "ran":
+        """Lower by more than the threshold (higher, for a latency), or measured before and not now."""
+        if self.status_before == RungStatus.RAN and self.status_after != RungStatus.RAN:
+            return True
+        if self.before is not None and self.after is None:
             return True
         change = self.percent
-        return change is not None and change < -threshold_pct
+        if change is None:
+            return False
+        return change < -threshold_pct if self.higher_is_better else change > threshold_pct
 
 
-def _figures(rung: Mapping[str, Any]) -> dict[str, float]:
-    found: dict[str, float] = {}
-    for key in ("forward_gbps", "reverse_gbps"):
-        value = rung.get(key)
-        if isinstance(value, int | float):
-            found[key] = float(value)
-    collective = rung.get("collective")
-    if isinstance(collective, Mapping):
-        for row in collective.get("rows") or []:
-            if isinstance(row, Mapping) and isinstance(row.get("busbw_GBps"), int | float):
-                found[f"busbw_GBps @ {row['size_bytes']} B"] = float(row["busbw_GBps"])
+def rung_figures(rung: RungResult) -> list[Figure]:
+    """A rung's figures with their units in the measure's name."""
+    status = rung.status.value
+    found: list[Figure] = []
+    if rung.collective is not None:
+        found += [Figure(rung.rung, f"busbw_GBps @ {row.size_bytes} B", row.busbw_GBps, status)
+                  for row in rung.collective.rows]  # fmt: skip
+    else:
+        found.append(Figure(rung.rung, "forward_gbps", rung.forward_gbps, status))
+        if rung.reverse_gbps is not None:
+            found.append(Figure(rung.rung, "reverse_gbps", rung.reverse_gbps, status))
+    if rung.latency:
+        found.append(Figure(rung.rung, "p50_us", rung.p50_us, status, higher_is_better=False))
+        found.append(Figure(rung.rung, "p99_us", rung.p99_us, status, higher_is_better=False))
+    return [f for f in found if f.value is not None or f.measure in ("forward_gbps", "p50_us")]
+
+
+def matrix_figures(matrix: MatrixResult) -> list[Figure]:
+    """Every cell, then every half's median flow (sending and receiving) of one layer's matrix."""
+    name = f"matrix-{matrix.layer}"
+    found = [
+        Figure(f"{name} {c.source} -> {c.target}", "gbps", c.tool_gbps,
+               RungStatus.RAN.value if c.tool_gbps is not None else RungStatus.FAILED.value)
+        for c in matrix.cells
+    ]  # fmt: skip
+    by_half: dict[tuple[str, str, str], list[float]] = {}
+    if matrix.flows:
+        for flow in matrix.flows:
+            by_half.setdefault((*flow.source, "sends"), []).append(flow.gbps)
+            by_half.setdefault((*flow.target, "receives"), []).append(flow.gbps)
+    else:  # schema 1 kept each cell's source halves only
+        for c in matrix.cells:
+            for iface, gbps in c.halves.items():
+                if gbps is not None:
+                    by_half.setdefault((c.source, iface, "sends"), []).append(gbps)
+    for (node, iface, way), values in sorted(by_half.items()):
+        found.append(Figure(f"{name} {node} {iface} {way}", "median_gbps", statistics.median(values),
+                            RungStatus.RAN.value))  # fmt: skip
     return found
 
 
-def compare_runs(before: Mapping[str, Mapping[str, Any]], after: Mapping[str, Mapping[str, Any]]) -> list[Change]:
-    """Every figure of every rung either run has, in rung order of the earlier run then the later's new ones."""
+def run_figures(run: Run, imports: Sequence[str]) -> list[Figure]:
+    found = [f for rung in run.rungs for f in rung_figures(rung)]
+    found += [f for matrix in run.matrices for f in matrix_figures(matrix)]
+    for item in run.imported:
+        if item.name in imports:
+            found += [Figure(f"imported {item.name}", measure, value, RungStatus.RAN.value)
+                      for measure, value in imported.figures(item.data).items()]  # fmt: skip
+    return found
+
+
+def compare_runs(before: Run, after: Run) -> list[Change]:
+    """Every figure either run has: the earlier run's order first, then what only the later one has."""
+    imports = imported_names([before, after])
+    first = {(f.subject, f.measure): f for f in run_figures(before, imports)}
+    second = {(f.subject, f.measure): f for f in run_figures(after, imports)}
+    statuses_a = _statuses(before)
+    statuses_b = _statuses(after)
     changes: list[Change] = []
-    for rung in [*before, *(r for r in after if r not in before)]:
-        a, b = before.get(rung, {}), after.get(rung, {})
-        fa, fb = _figures(a), _figures(b)
-        status_a, status_b = str(a.get("status", "absent")), str(b.get("status", "absent"))
-        measures = [*fa, *(m for m in fb if m not in fa)]
-        if not measures:
-            changes.append(Change(rung, "status", None, None, status_a, status_b))
-        for measure in measures:
-            changes.append(Change(rung, measure, fa.get(measure), fb.get(measure), status_a, status_b))
+    for key in [*first, *(k for k in second if k not in first)]:
+        a, b = first.get(key), second.get(key)
+        subject, measure = key
+        known = a if a is not None else b
+        changes.append(
+            Change(
+                subject, measure, a.value if a else None, b.value if b else None,
+                a.status if a else statuses_a.get(subject, ABSENT), b.status if b else statuses_b.get(subject, ABSENT),
+                known.higher_is_better if known is not None else True,
+            )
+        )  # fmt: skip
     return changes
+
+
+def _statuses(run: Run) -> dict[str, str]:
+    found = {r.rung: r.status.value for r in run.rungs}
+    found.update({f"matrix-{m.layer}": m.status.value for m in run.matrices})
+    return found
 
 
 def regressions(changes: Sequence[Change], threshold_pct: float) -> list[Change]:

@@ -2,6 +2,19 @@
 
 from __future__ import annotations
 
+from enum import IntEnum
+
+
+class ExitStatus(IntEnum):
+    """What wirespeed's exit status tells a script; defined once so every command means the same by a number."""
+
+    OK = 0
+    FINDING = 1  # something failed: a check, a regression, a rung, a node; or an error the command stopped on
+    USAGE = 2  # the command line or the cluster file cannot be used as given
+    NOT_MEASURED = 3  # a check or a node could not be read (or no rung ran): the answer is incomplete
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as a shell reports it
+    BROKEN_PIPE = 141  # stdout closed early (128 + SIGPIPE), e.g. piped into `head`
+
 
 class WirespeedError(Exception):
     """An expected failure with a message for people and a hint for what to do next.
@@ -9,7 +22,7 @@ class WirespeedError(Exception):
     The CLI prints it as one line (`wirespeed: error: <message> (hint: <hint>)`) and never a traceback.
     """
 
-    exit_status: int = 1
+    exit_status: ExitStatus = ExitStatus.FINDING
 
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
@@ -23,13 +36,13 @@ class WirespeedError(Exception):
 class UsageError(WirespeedError):
     """The user asked for something that cannot be done as asked."""
 
-    exit_status = 2
+    exit_status = ExitStatus.USAGE
 
 
 class InventoryError(WirespeedError):
     """The cluster file or host list is malformed; the message names the file and line."""
 
-    exit_status = 2
+    exit_status = ExitStatus.USAGE
 
 
 class TestbedError(WirespeedError):
@@ -42,3 +55,11 @@ class NotRootError(WirespeedError):
 
 class SwitchError(WirespeedError):
     """The switch could not be reached, refused the login, or refused a change; the message names the switch."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal asked wirespeed to stop (SIGTERM, SIGHUP): handled exactly like Ctrl-C, with the signal named."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

@@ -1,16 +1,15 @@
 """Imported tool outputs (the objects of docs/import-format.md) read back: the short summary a person looks at
-first, and, for the measuring tools, the rung result they stand for in a run directory, so that `report` and
-`compare` treat results imported with `wirespeed import --into RUN_DIR` like measured ones. Pure."""
+first, and the figures `compare` may set beside the same file imported into another run. An import is evidence
+beside a run (`wirespeed import --into RUN`), never one of its rungs and never its headline. Pure."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from wirespeed.core.parsers.ethtool import ERROR_COUNTERS
 from wirespeed.core.units import format_rate, format_size_bytes
-
-IMPORTED_PREFIX = "imported-"
 
 
 def _sizes(rows: list[dict[str, Any]]) -> str:
@@ -141,107 +140,41 @@ def summary(obj: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     return columns, rows
 
 
-# ------------------------------------------------------------------------------------------- as a rung result
+# ------------------------------------------------------------------------------------------ figures to compare
 
 
 def _placement(row: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The out-of-place half (what nccl-tests' summary and wirespeed's own rung use), else the in-place one."""
     for name in ("out_of_place", "in_place"):
         half = row.get(name)
-        if isinstance(half, Mapping) and isinstance(half.get("busbw_GBps"), int | float):
+        if isinstance(half, Mapping) and _finite(half.get("busbw_GBps")):
             return half
     return None
 
 
-def _rung(name: str, obj: Mapping[str, Any], forward: float | None, reverse: float | None) -> dict[str, Any]:
-    duplex = None if forward is None else forward + (reverse or 0.0)
-    return {
-        "rung": name,
-        "status": "ran",
-        "reason": None,
-        "fix": None,
-        "seconds": None,
-        "forward_gbps": forward,
-        "reverse_gbps": reverse,
-        "full_duplex_gbps": duplex,
-        "flows": [],
-        "wire": None,
-        "ceiling": None,
-        "collective": None,
-        "notes": [f"imported from {obj.get('file')} ({obj.get('tool')}, {obj.get('source_format')})"],
-    }
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _nccl_rung(name: str, obj: Mapping[str, Any]) -> dict[str, Any] | None:
-    rows = []
-    for row in obj.get("rows") or []:
-        half = _placement(row)
-        if half is not None:
-            rows.append(
-                {
-                    "size_bytes": row["size_bytes"],
-                    "time_us": half.get("time_us"),
-                    "algbw_GBps": half.get("algbw_GBps"),
-                    "busbw_GBps": half["busbw_GBps"],
-                }
-            )
-    if not rows:
-        return None
-    peak = max(rows, key=lambda r: r["busbw_GBps"])
-    per_direction = peak["busbw_GBps"] * 8  # busbw is per direction (GB/s); every rank sends and receives it
-    rung = _rung(name, obj, per_direction, None)
-    rung["full_duplex_gbps"] = 2 * per_direction
-    rung["collective"] = {
-        "collective": obj.get("collective"),
-        "ranks": obj.get("ranks"),
-        "transport": obj.get("transport"),
-        "gdr": obj.get("gdr"),
-        "socket_interfaces": [],
-        "ib_devices": [],
-        "figures_from": "imported",
-        "wrong_elements": None,
-        "complete": obj.get("complete"),
-        "nccl_version": obj.get("nccl_version"),
-        "avg_busbw_GBps": obj.get("avg_busbw_GBps"),
-        "peak_busbw_GBps": peak["busbw_GBps"],
-        "peak_at_bytes": peak["size_bytes"],
-        "rows": rows,
-    }
-    return rung
-
-
-def _perftest_rung(name: str, obj: Mapping[str, Any]) -> dict[str, Any] | None:
-    if obj.get("kind") != "bw":
-        return None  # latency has no bandwidth figure; the report lists it with the other imports
-    rows = [r for r in obj.get("rows") or [] if isinstance(r.get("bw_avg_gbps"), int | float)]
-    if not rows:
-        return None
-    largest = max(rows, key=lambda r: r["size_bytes"])  # what wirespeed's own rdma-bw rung reports
-    if obj.get("bidirectional"):  # perftest's -b figure is both directions added: never halved by guess
-        rung = _rung(name, obj, None, None)
-        rung["full_duplex_gbps"] = largest["bw_avg_gbps"]
-        return rung
-    return _rung(name, obj, largest["bw_avg_gbps"], None)
-
-
-def _iperf3_rung(name: str, obj: Mapping[str, Any]) -> dict[str, Any] | None:
-    def gbps(key: str) -> float | None:
-        value = obj.get(key)
-        return value / 1e9 if isinstance(value, int | float) else None
-
-    forward = gbps("received_bps")
-    return None if forward is None else _rung(name, obj, forward, gbps("reverse_received_bps"))
-
-
-def as_rung(stem: str, obj: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The rung result (as `<rung>.json` holds it) an imported measurement stands for, named `imported-<stem>`;
-    None for what measures nothing (ethtool -S, ibdev2netdev, ...) or holds no figure."""
-    name = IMPORTED_PREFIX + stem
+def figures(obj: Mapping[str, Any]) -> dict[str, float]:
+    """The figures of an imported measurement that `compare` sets beside the same file imported into another run,
+    named with their units: busbw per message size (nccl-tests), the largest message's rate (perftest; `-b` is
+    both directions added, named so), what the receiver counted (iperf3). Empty for what measures nothing."""
     tool = obj.get("tool")
+    found: dict[str, float] = {}
     if tool == "nccl-tests":
-        return _nccl_rung(name, obj)
-    if tool == "perftest":
-        return _perftest_rung(name, obj)
-    if tool == "iperf3":
-        return _iperf3_rung(name, obj)
-    return None
+        for row in obj.get("rows") or []:
+            half = _placement(row) if isinstance(row, Mapping) else None
+            if half is not None and isinstance(row.get("size_bytes"), int):
+                found[f"busbw_GBps @ {row['size_bytes']} B"] = float(half["busbw_GBps"])
+    elif tool == "perftest" and obj.get("kind") == "bw":
+        rows = [r for r in obj.get("rows") or [] if isinstance(r, Mapping) and _finite(r.get("bw_avg_gbps"))]
+        if rows:
+            largest = max(rows, key=lambda r: r.get("size_bytes") or 0)
+            name = "full_duplex_gbps" if obj.get("bidirectional") else "forward_gbps"
+            found[name] = float(largest["bw_avg_gbps"])
+    elif tool == "iperf3":
+        for key, name in (("received_bps", "forward_gbps"), ("reverse_received_bps", "reverse_gbps")):
+            if _finite(obj.get(key)):
+                found[name] = float(obj[key]) / 1e9
+    return found

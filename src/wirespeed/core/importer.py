@@ -18,7 +18,8 @@ from dataclasses import asdict
 from pathlib import PurePath
 from typing import Any
 
-from wirespeed.core.parsers import ethtool, iperf3, nccl_tests, perftest, rdma_tools
+from wirespeed.core.parsers import ethtool, rdma_tools
+from wirespeed.core.tools import iperf3, nccl_tests, perftest
 
 FORMAT_VERSION = 1
 # The `tool` values of the public format (detect() documents the order it tries them in).

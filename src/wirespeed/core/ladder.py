@@ -9,40 +9,14 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from wirespeed.core.cabling import CablingMap
 from wirespeed.core.facts import PCIE_PAYLOAD_EFFICIENCY, NodeFacts
+from wirespeed.core.results import BITS_PER_BYTE, Ceiling, Direction, Flow, RungResult
 
-End = tuple[str, str]  # (node, interface)
 WIRE_FRACTION = 0.90  # at or above this share of the line rate, the wire is the ceiling
 CPU_SATURATED = 90.0  # a core this busy limits a TCP flow
 DEGRADED_FRACTION = 0.5  # a flow this far below the others (or its line rate) marks a degraded half
-
-
-@dataclass(frozen=True)
-class Flow:
-    """One sender/receiver pair on one half: client on `source`, server on `target` at `target_address`."""
-
-    source: End
-    target: End
-    source_address: str
-    target_address: str
-    line_rate_gbps: float | None  # the slower end's link speed (or shaping)
-    pcie_gbps: float | None = None  # the slower end's PCIe payload rate, where a PCIe link feeds the half
-    cable: str = ""  # the source's physical port: halves of one port share its cable
-    cable_rate_gbps: float | None = None  # what that port carries per direction
-
-    @property
-    def limit_gbps(self) -> float | None:
-        """The most this half can carry: its link, or its PCIe link when that is slower (a Spark half)."""
-        rates = [r for r in (self.line_rate_gbps, self.pcie_gbps) if r is not None]
-        return min(rates) if rates else None
-
-    @property
-    def pcie_bound(self) -> bool:
-        return self.pcie_gbps is not None and (self.line_rate_gbps is None or self.pcie_gbps < self.line_rate_gbps)
 
 
 def _ipv4(facts: NodeFacts, iface: str) -> str | None:
@@ -97,148 +71,13 @@ def first_pair(cabling: CablingMap) -> tuple[str, str] | None:
     return (pairs[0][0], pairs[0][1]) if pairs else None
 
 
-@dataclass(frozen=True)
-class FlowResult:
-    flow: Flow
-    direction: str  # "forward" (client -> server) or "reverse" (with --bidir)
-    tool_gbps: float | None  # what the tool reported at the receiver
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class WireFigures:
-    """What the sampler saw during a rung: per (node, interface) average Gb/s each way, and CPU."""
-
-    tx_gbps: Mapping[End, float] = field(default_factory=dict)
-    rx_gbps: Mapping[End, float] = field(default_factory=dict)
-    busiest_core: Mapping[str, tuple[int, float]] = field(default_factory=dict)  # node -> (core, busy %)
-    cpu_average: Mapping[str, float] = field(default_factory=dict)
-    errors: Mapping[End, Mapping[str, int]] = field(default_factory=dict)  # counters that grew (not congestion)
-    source: str = "phy"  # "netdev" when the kernel's counters stood in (RDMA invisible)
-
-
-@dataclass(frozen=True)
-class SizeFigures:
-    """One message size of a collective (out-of-place): nccl-tests' algbw and busbw in GB/s (10^9 B/s)."""
-
-    size_bytes: int
-    algbw_GBps: float
-    busbw_GBps: float
-    time_us: float
-
-
-@dataclass(frozen=True)
-class CollectiveSummary:
-    """What an NCCL rung measured. busbw is nccl-tests' bus bandwidth: comparable with one link direction's rate
-    (every rank sends and receives that much at once), so per direction = busbw x 8 Gb/s, full duplex twice that."""
-
-    collective: str
-    ranks: int | None
-    rows: tuple[SizeFigures, ...]
-    avg_busbw_GBps: float | None
-    transport: str | None  # NET/IB, NET/Socket, P2P/CUMEM, ... from NCCL's INFO lines
-    gdr: bool | None
-    socket_interfaces: tuple[str, ...] = ()
-    ib_devices: tuple[str, ...] = ()
-    source: str = "json"  # where the figures came from: nccl-tests' own JSON, or its text table
-    wrong: int = 0  # elements nccl-tests found wrong (data corruption)
-    complete: bool = True
-    nccl_version: str | None = None
-
-    @property
-    def peak(self) -> SizeFigures | None:
-        return max(self.rows, key=lambda r: r.busbw_GBps) if self.rows else None
-
-
-@dataclass(frozen=True)
-class Ceiling:
-    name: str  # wire, cpu, single-flow, half-port, degraded, loss, defaults, fallback, unknown
-    evidence: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class RungResult:
-    rung: str
-    status: str  # "ran", "skipped", "failed"
-    reason: str | None = None  # why skipped or failed, one line
-    fix: str | None = None  # how to make a skipped rung runnable
-    flows: tuple[FlowResult, ...] = ()
-    wire: WireFigures = field(default_factory=WireFigures)
-    ceiling: Ceiling | None = None
-    seconds: float | None = None
-    collective: CollectiveSummary | None = None
-    notes: tuple[str, ...] = ()
-
-    def total_gbps(self, direction: str = "forward") -> float | None:
-        if self.collective is not None:  # busbw is per direction, and each direction carries it at once
-            peak = self.collective.peak
-            return None if peak is None else peak.busbw_GBps * 8
-        values = [f.tool_gbps for f in self.flows if f.direction == direction]
-        return None if not values or any(v is None for v in values) else sum(v for v in values if v is not None)
-
-    @property
-    def duplex_gbps(self) -> float | None:
-        forward, reverse = self.total_gbps("forward"), self.total_gbps("reverse")
-        return None if forward is None else forward + (reverse or 0.0)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rung": self.rung,
-            "status": self.status,
-            "reason": self.reason,
-            "fix": self.fix,
-            "seconds": self.seconds,
-            "forward_gbps": self.total_gbps("forward"),
-            "reverse_gbps": self.total_gbps("reverse"),
-            "full_duplex_gbps": self.duplex_gbps,
-            "flows": [
-                {
-                    "client": list(r.flow.source),
-                    "server": list(r.flow.target),
-                    "client_address": r.flow.source_address,
-                    "server_address": r.flow.target_address,
-                    "line_rate_gbps": r.flow.line_rate_gbps,
-                    "direction": r.direction,
-                    "receiver_gbps": r.tool_gbps,
-                    "error": r.error,
-                }
-                for r in self.flows
-            ],
-            "wire": {
-                "source": self.wire.source,
-                "tx_gbps": {f"{n}:{i}": v for (n, i), v in self.wire.tx_gbps.items()},
-                "rx_gbps": {f"{n}:{i}": v for (n, i), v in self.wire.rx_gbps.items()},
-                "busiest_core": {n: {"core": c, "busy_percent": b} for n, (c, b) in self.wire.busiest_core.items()},
-                "cpu_average_percent": dict(self.wire.cpu_average),
-                "errors": {f"{n}:{i}": dict(v) for (n, i), v in self.wire.errors.items()},
-            },
-            "ceiling": None if self.ceiling is None else {"name": self.ceiling.name, "evidence": self.ceiling.evidence},
-            "collective": None if self.collective is None else _collective_json(self.collective),
-            "notes": list(self.notes),
-        }
-
-
-def _collective_json(c: CollectiveSummary) -> dict[str, Any]:
-    peak = c.peak
-    return {
-        "collective": c.collective,
-        "ranks": c.ranks,
-        "transport": c.transport,
-        "gdr": c.gdr,
-        "socket_interfaces": list(c.socket_interfaces),
-        "ib_devices": list(c.ib_devices),
-        "figures_from": c.source,
-        "wrong_elements": c.wrong,
-        "complete": c.complete,
-        "nccl_version": c.nccl_version,
-        "avg_busbw_GBps": c.avg_busbw_GBps,
-        "peak_busbw_GBps": None if peak is None else peak.busbw_GBps,
-        "peak_at_bytes": None if peak is None else peak.size_bytes,
-        "rows": [
-            {"size_bytes": r.size_bytes, "time_us": r.time_us, "algbw_GBps": r.algbw_GBps, "busbw_GBps": r.busbw_GBps}
-            for r in c.rows
-        ],
-    }
+def _loss(result: RungResult) -> Ceiling | None:
+    """Error counters that grew on a half while the rung ran (congestion counters are not errors)."""
+    grew = {end: counters for end, counters in result.wire.errors.items() if counters}
+    if not grew:
+        return None
+    shown = "; ".join(f"{n} {i}: " + ", ".join(f"{k} +{v}" for k, v in c.items()) for (n, i), c in grew.items())
+    return Ceiling("loss", (f"error counters grew during the rung: {shown}",))
 
 
 def diagnose(
@@ -251,10 +90,8 @@ def diagnose(
     flows = [f for f in result.flows if f.tool_gbps is not None]
     if not flows:
         return Ceiling("unknown", ("no flow finished",))
-    grew = {end: counters for end, counters in result.wire.errors.items() if counters}
-    if grew:
-        shown = "; ".join(f"{n} {i}: " + ", ".join(f"{k} +{v}" for k, v in c.items()) for (n, i), c in grew.items())
-        return Ceiling("loss", (f"error counters grew during the rung: {shown}",))
+    if (loss := _loss(result)) is not None:
+        return loss
     rates = [(f, f.tool_gbps or 0.0) for f in flows]
     best = max(rate for _, rate in rates)
     slow = [(f, rate) for f, rate in rates if len(rates) > 1 and rate < DEGRADED_FRACTION * best]
@@ -263,7 +100,7 @@ def diagnose(
         return Ceiling("degraded", (f"{names}: below half of the best flow ({best:.2f} Gb/s) on identical links",))
     at_limit = [(f, rate) for f, rate in rates if f.flow.limit_gbps and rate >= WIRE_FRACTION * f.flow.limit_gbps]
     if at_limit and len(at_limit) == len(rates):
-        used = {f.flow.source for f in result.flows if f.direction == "forward"}
+        used = {f.flow.source for f in result.flows if f.direction is Direction.FORWARD}
         total = sum(rate for _, rate in rates)
         if any(f.flow.pcie_bound for f, _ in rates):
             cables: dict[tuple[str, str], list[float]] = {}
@@ -321,11 +158,9 @@ def diagnose_collective(
     peak = c.peak if c else None
     if c is None or peak is None:
         return Ceiling("unknown", ("no result",))
-    grew = {end: counters for end, counters in result.wire.errors.items() if counters}
-    if grew:
-        shown = "; ".join(f"{n} {i}: " + ", ".join(f"{k} +{v}" for k, v in v2.items()) for (n, i), v2 in grew.items())
-        return Ceiling("loss", (f"error counters grew during the rung: {shown}",))
-    per_direction = peak.busbw_GBps * 8
+    if (loss := _loss(result)) is not None:
+        return loss
+    per_direction = peak.busbw_GBps * BITS_PER_BYTE
     figure = f"peak busbw {peak.busbw_GBps:.2f} GB/s ({per_direction:.1f} Gb/s per direction) at {peak.size_bytes} B"
     socket = c.transport == "NET/Socket"
     if socket:
@@ -364,26 +199,3 @@ def diagnose_collective(
         return Ceiling("cpu", (f"{shown}; {figure}",))
     line = f" of {line_rate_gbps:g} Gb/s" if line_rate_gbps else ""
     return Ceiling("unknown", (f"{figure}{line}: below line rate with no saturated core and no errors",))
-
-
-def takeaway(results: Sequence[RungResult]) -> list[dict[str, str]]:
-    """The seeds' summary table: what was measured, per direction, full duplex, CPU, ceiling."""
-    rows: list[dict[str, str]] = []
-    for r in results:
-        cpu = ", ".join(f"{n} {b:.0f}%" for n, (_, b) in sorted(r.wire.busiest_core.items())) or "-"
-        forward, duplex = r.total_gbps("forward"), r.duplex_gbps
-        result = "-" if forward is None else f"{forward:.2f} Gb/s"
-        peak = r.collective.peak if r.collective else None
-        if peak is not None:
-            result += f" (busbw {peak.busbw_GBps:.2f} GB/s)"
-        rows.append(
-            {
-                "rung": r.rung,
-                "result": result,
-                "full duplex": "-" if duplex is None or r.total_gbps("reverse") is None else f"{duplex:.2f} Gb/s",
-                "busiest core": cpu,
-                "ceiling": r.ceiling.name if r.ceiling else (r.status if r.status != "ran" else "-"),
-                "why": (r.ceiling.evidence[0] if r.ceiling else r.reason) or "",
-            }
-        )
-    return rows

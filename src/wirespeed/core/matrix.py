@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wirespeed.core.ladder import FlowResult
+from wirespeed.core.decode import Fields, number
+from wirespeed.core.results import SCHEMA_VERSION, FlowResult, RungStatus, check_version, choice
 
 OUTLIER_FRACTION = 0.75  # a cell or a half below this share of the median is flagged
 EXPECTED_FRACTION = 0.5  # a cell below this share of its line rate is flagged (unless every cell is)
@@ -166,7 +167,7 @@ def half_flows(results: Sequence[FlowResult]) -> list[HalfFlow]:
 @dataclass(frozen=True)
 class MatrixResult:
     layer: str  # "tcp" or "rdma"
-    status: str  # "ran", "failed" (some cells have no figure), "skipped"
+    status: RungStatus  # failed: some cells have no figure; interrupted: the rounds measured until a signal
     nodes: tuple[str, ...]
     rounds: tuple[tuple[tuple[str, str], ...], ...]
     cells: tuple[MatrixCell, ...] = ()
@@ -176,6 +177,7 @@ class MatrixResult:
     bidir: bool = True
     reason: str | None = None
     fix: str | None = None
+    flows: tuple[HalfFlow, ...] = ()  # every measured flow, each half with its partner half (schema 2)
 
     @property
     def pairs(self) -> int:
@@ -186,8 +188,10 @@ class MatrixResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "kind": "matrix",
+            "schema_version": SCHEMA_VERSION,
             "layer": self.layer,
-            "status": self.status,
+            "status": self.status.value,
             "nodes": list(self.nodes),
             "rounds": [[list(p) for p in r] for r in self.rounds],
             "pairs": self.pairs,
@@ -209,39 +213,73 @@ class MatrixResult:
                  "reference_gbps": o.reference_gbps, "text": o.text}
                 for o in self.outliers
             ],
+            "flows": [
+                {"client": list(f.source), "server": list(f.target), "receiver_gbps": f.gbps} for f in self.flows
+            ],
             "reason": self.reason,
             "fix": self.fix,
         }  # fmt: skip
 
 
-def matrix_from_json(data: Mapping[str, Any]) -> MatrixResult:
-    """Read back `to_json` (what `matrix-<layer>.json` holds); raises ValueError/KeyError/TypeError when malformed."""
+def matrix_from_json(data: Any, where: str = "matrix") -> MatrixResult:
+    """Read back `to_json` (what `matrix-<layer>.json` holds, schema 1 or 2); ValueError names the field."""
+    f = Fields(data, where)
+    check_version(f)
     return MatrixResult(
-        layer=str(data["layer"]),
-        status=str(data["status"]),
-        nodes=tuple(str(n) for n in data["nodes"]),
-        rounds=tuple(tuple((str(a), str(b)) for a, b in r) for r in data["rounds"]),
+        layer=f.text("layer"),
+        status=choice(f, "status", RungStatus),
+        nodes=f.texts("nodes"),
+        rounds=tuple(tuple(_pair(p, f.where) for p in _rows(r, f.where)) for r in _rows(f.raw("rounds"), f.where)),
         cells=tuple(
             MatrixCell(
-                source=str(c["source"]), target=str(c["target"]), round=int(c["round"]),
-                tool_gbps=_num(c.get("tool_gbps")), expected_gbps=_num(c.get("expected_gbps")),
-                halves={str(k): _num(v) for k, v in (c.get("halves") or {}).items()},
-                wire_gbps=_num(c.get("wire_gbps")), error=c.get("error"),
+                source=c.text("source"), target=c.text("target"), round=c.whole("round"),
+                tool_gbps=c.opt_num("tool_gbps"), expected_gbps=c.opt_num("expected_gbps"),
+                halves=_halves(c), wire_gbps=c.opt_num("wire_gbps"), error=c.opt_text("error"),
             )
-            for c in data.get("cells", [])
+            for c in f.objects("cells")
         ),
         outliers=tuple(
-            Outlier(str(o["kind"]), str(o["node"]), str(o["subject"]), float(o["gbps"]), float(o["reference_gbps"]),
-                    str(o["text"]))
-            for o in data.get("outliers", [])
+            Outlier(o.text("kind"), o.text("node"), o.text("subject"), o.num("gbps"), o.num("reference_gbps"),
+                    o.text("text"))
+            for o in f.objects("outliers")
         ),
-        round_seconds=tuple(float(s) for s in data.get("round_seconds", [])),
-        seconds_per_test=float(data.get("seconds_per_test", 0.0)),
-        bidir=bool(data.get("bidir", True)),
-        reason=data.get("reason"),
-        fix=data.get("fix"),
+        round_seconds=_seconds(f),
+        seconds_per_test=f.opt_num("seconds_per_test") or 0.0,
+        bidir=f.flag("bidir", True),
+        reason=f.opt_text("reason"),
+        fix=f.opt_text("fix"),
+        flows=tuple(
+            HalfFlow(_two(x.texts("client"), x.where), _two(x.texts("server"), x.where), x.num("receiver_gbps"))
+            for x in f.objects("flows")
+        ),
     )  # fmt: skip
 
 
-def _num(value: Any) -> float | None:
-    return None if value is None else float(value)
+def _rows(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ValueError(f"{where}: rounds: expected a list of rounds of pairs")
+    return value
+
+
+def _pair(value: Any, where: str) -> tuple[str, str]:
+    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)):
+        raise ValueError(f"{where}: rounds: expected pairs of node names")
+    return value[0], value[1]
+
+
+def _two(parts: tuple[str, ...], where: str) -> tuple[str, str]:
+    if len(parts) != 2:
+        raise ValueError(f"{where}: expected [node, interface]")
+    return parts[0], parts[1]
+
+
+def _halves(cell: Fields) -> dict[str, float | None]:
+    halves = cell.opt_obj("halves")
+    return {} if halves is None else {str(k): halves.opt_num(str(k)) for k in halves.data}
+
+
+def _seconds(f: Fields) -> tuple[float, ...]:
+    values = f.raw("round_seconds") or []
+    if not isinstance(values, list):
+        raise ValueError(f"{f.where}: round_seconds: expected a list of numbers")
+    return tuple(number(v, f"{f.where}: round_seconds") for v in values)

@@ -18,8 +18,8 @@ from typing import Any
 
 from wirespeed.core.cabling import CablingMap
 from wirespeed.core.facts import NodeFacts, Unknown
-from wirespeed.core.ladder import CollectiveSummary, SizeFigures
-from wirespeed.core.parsers import nccl_tests
+from wirespeed.core.results import CollectiveSummary, SizeFigures
+from wirespeed.core.tools import nccl_tests
 
 DEFAULT_COLLECTIVES = ("sendrecv", "all_gather", "all_reduce")
 MEMORY_SHARE = 8  # a rank's largest message is at most 1/8 of its free memory (send, receive, check buffers + margin)
@@ -162,7 +162,7 @@ def plan_nccl(
         if path is None:
             return NotRunnable(
                 f"{node}: nccl-tests' {binary} not found",
-                "build nccl-tests with MPI=1 (NVIDIA's playbook) and put it on PATH or set NCCL_TESTS_DIR",
+                nccl_tests.INSTALL_HINT,
             )
         if detail == "mpi=no":
             return NotRunnable(f"{node}: {path} was built without MPI", "rebuild nccl-tests with `make MPI=1`")
@@ -315,11 +315,10 @@ def mpirun_argv(plan: NcclPlan, options: NcclOptions, json_path: str | None, as_
         argv += ["--mca", mca_name, mca_value]
     for name, value in plan.env:
         argv += ["-x", name if value is None else f"{name}={value}"]
-    argv += [plan.binary, "-b", str(plan.min_bytes), "-e", str(plan.max_bytes), "-f", "2", "-g", "1"]
-    argv += ["-n", str(options.iterations), "-w", str(options.warmup)]
-    if json_path is not None:
-        argv += ["-J", json_path]
-    return argv
+    return argv + nccl_tests.binary_argv(
+        plan.binary, min_bytes=plan.min_bytes, max_bytes=plan.max_bytes, iterations=options.iterations,
+        warmup=options.warmup, json_path=json_path,
+    )  # fmt: skip
 
 
 def hostfile(plan: NcclPlan) -> str:
@@ -409,8 +408,3 @@ def json_rows(text: str) -> list[dict[str, Any]]:
         for r in data.get("results", [])
         if isinstance(r, dict) and isinstance(r.get("out_of_place"), dict)
     ]
-
-
-def supports_json_output(help_text: str) -> bool:
-    """nccl-tests 2.17.6+ lists `-J,--output_file` in its usage."""
-    return "output_file" in help_text

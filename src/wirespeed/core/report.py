@@ -9,11 +9,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wirespeed.core.imported import IMPORTED_PREFIX
-from wirespeed.core.matrix import MatrixResult
+from wirespeed.core.results import RungResult
+from wirespeed.core.run import ImportedFile, Run, TakeawayRow, headline, takeaway
 from wirespeed.core.timeline import Timeline
 
-REPORT_FORMAT_VERSION = 1
+REPORT_FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -24,54 +24,61 @@ class EnvironmentRow:
 
 
 @dataclass(frozen=True)
-class ImportedFile:
-    name: str  # under the run's imported/
-    data: Mapping[str, Any]  # the import object (docs/import-format.md)
-
-
-@dataclass(frozen=True)
 class RunReport:
-    run: str  # the run directory's name: its UTC start time
-    rungs: tuple[Mapping[str, Any], ...]  # `<rung>.json` objects in run order, then what imports stand for
-    takeaway: tuple[Mapping[str, str], ...] | None  # None: the run was cut short before it wrote takeaway.json
+    run: Run  # every record of the run: its status, rungs, matrices, imports and the files not read
     checks: Mapping[str, Any] | None  # what `wirespeed check --json` gives; None in runs that did not record it
     discovery: Mapping[str, Any] | None
     timeline: Timeline
-    imported: tuple[ImportedFile, ...] = ()
     problems: tuple[str, ...] = field(default_factory=tuple)  # files that could not be read, one line each
-    matrices: tuple[MatrixResult, ...] = ()  # `bench matrix`: all pairs, per layer
+
+    @property
+    def name(self) -> str:
+        return self.run.name
 
     @property
     def nodes(self) -> tuple[str, ...]:
-        nodes = (self.discovery or {}).get("nodes")
-        return tuple(sorted(nodes)) if isinstance(nodes, Mapping) else ()
+        return self.run.nodes
 
     @property
-    def measured(self) -> tuple[Mapping[str, Any], ...]:
-        return tuple(r for r in self.rungs if not str(r.get("rung", "")).startswith(IMPORTED_PREFIX))
+    def rungs(self) -> tuple[RungResult, ...]:
+        return self.run.rungs
+
+    @property
+    def imported(self) -> tuple[ImportedFile, ...]:
+        return self.run.imported
+
+    @property
+    def takeaway(self) -> list[TakeawayRow]:
+        return takeaway(self.run.rungs)
 
     @property
     def environment(self) -> tuple[EnvironmentRow, ...]:
         return environment(self.discovery or {})
 
     def headline(self) -> str:
-        return headline(self.rungs, self.checks)
+        counts = (self.checks or {}).get("counts")
+        return headline(self.run, counts if isinstance(counts, Mapping) else None)
 
     def to_json(self) -> dict[str, Any]:
         """Everything the report shows, and the series its plots are drawn from."""
         t = self.timeline
+        record = self.run.record
         return {
             "report_format_version": REPORT_FORMAT_VERSION,
-            "run": self.run,
+            "run": self.run.name,
+            "status": self.run.status.value,
+            "state": self.run.state(),
+            "not_reached": list(self.run.not_reached),
+            "record": None if record is None else record.to_json(),
             "nodes": list(self.nodes),
             "headline": self.headline(),
-            "takeaway": None if self.takeaway is None else [dict(row) for row in self.takeaway],
-            "rungs": [dict(r) for r in self.rungs],
+            "takeaway": [row.to_json() for row in self.takeaway],
+            "rungs": [r.to_json() for r in self.run.rungs],
+            "matrices": [m.to_json() for m in self.run.matrices],
             "checks": None if self.checks is None else dict(self.checks),
             "discovery": None if self.discovery is None else dict(self.discovery),
             "environment": [{"node": e.node, "component": e.component, "version": e.version} for e in self.environment],
-            "imported": [{"name": i.name, **i.data} for i in self.imported],
-            "matrices": [m.to_json() for m in self.matrices],
+            "imported": [{"name": i.name, **i.data} for i in self.run.imported],
             "timeline": {
                 "spans": [{"rung": s.rung, "start_s": s.start_s, "end_s": s.end_s} for s in t.spans],
                 "counter_sources": sorted(t.sources),
@@ -148,70 +155,27 @@ def environment(discovery: Mapping[str, Any]) -> tuple[EnvironmentRow, ...]:
     return tuple(rows)
 
 
-def headline(rungs: Sequence[Mapping[str, Any]], checks: Mapping[str, Any] | None) -> str:
-    """One sentence for the top of the report: the highest figure reached and what limits it, what did not run,
-    and how the checks went."""
-    ran = [r for r in rungs if r.get("status") == "ran" and isinstance(r.get("forward_gbps"), int | float)]
-    parts: list[str] = []
-    if ran:
-        best = max(ran, key=lambda r: float(r["forward_gbps"]))
-        ceiling = best.get("ceiling")
-        limit = f", ceiling: {ceiling['name']}" if isinstance(ceiling, Mapping) else ""
-        parts.append(f"highest: {best['forward_gbps']:.2f} Gb/s per direction on {best['rung']}{limit}")
-    else:
-        parts.append("no rung measured a figure")
-    counts: dict[str, int] = {}
-    for rung in rungs:
-        status = str(rung.get("status"))
-        counts[status] = counts.get(status, 0) + 1
-    parts.append(", ".join(f"{n} {status}" for status, n in counts.items()) or "no rungs")
-    if checks is not None and isinstance(checks.get("counts"), Mapping):
-        shown = ", ".join(f"{n} {s}" for s, n in checks["counts"].items() if n)
-        parts.append(f"checks: {shown or 'none ran'}")
-    return "; ".join(parts)
-
-
-def collectives(rungs: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[tuple[int, float]]]]:
+def collectives(rungs: Sequence[RungResult]) -> list[tuple[str, list[tuple[int, float]]]]:
     """Per rung that ran a collective: (rung, [(message size in bytes, busbw in GB/s)]) for the busbw plot."""
     found: list[tuple[str, list[tuple[int, float]]]] = []
     for rung in rungs:
-        collective = rung.get("collective")
-        if not isinstance(collective, Mapping):
-            continue
-        points = [
-            (int(row["size_bytes"]), float(row["busbw_GBps"]))
-            for row in collective.get("rows") or []
-            if isinstance(row, Mapping) and isinstance(row.get("busbw_GBps"), int | float) and row.get("size_bytes")
-        ]
-        if points:
-            found.append((str(rung.get("rung")), sorted(points)))
+        if rung.collective is not None and rung.collective.rows:
+            found.append((rung.rung, sorted((r.size_bytes, r.busbw_GBps) for r in rung.collective.rows)))
     return found
 
 
 @dataclass(frozen=True)
 class HalfBar:
-    label: str  # "spark-1 enp1s0f0np0 → spark-2 enp1s0f0np0 (forward)"
+    label: str  # "spark-1 enp1s0f0np0 → spark-2 enp1s0f0np0 (reverse)"
     gbps: float | None  # what the receiver counted, Gb/s
     line_rate_gbps: float | None
 
 
-def halves(rung: Mapping[str, Any]) -> list[HalfBar]:
+def halves(rung: RungResult) -> list[HalfBar]:
     """A rung's flows, one bar each: what each half carried against its line rate (the per-half plot)."""
     bars: list[HalfBar] = []
-    for flow in rung.get("flows") or []:
-        if not isinstance(flow, Mapping):
-            continue
-        client, server = flow.get("client") or ["?", "?"], flow.get("server") or ["?", "?"]
-        label = f"{client[0]} {client[1]} → {server[0]} {server[1]}"
-        if flow.get("direction") == "reverse":
-            label += " (reverse)"
-        value = flow.get("receiver_gbps")
-        rate = flow.get("line_rate_gbps")
-        bars.append(
-            HalfBar(
-                label,
-                float(value) if isinstance(value, int | float) else None,
-                float(rate) if isinstance(rate, int | float) else None,
-            )
-        )
+    for flow in rung.flows:
+        (a, ai), (b, bi) = flow.flow.source, flow.flow.target
+        label = f"{a} {ai} → {b} {bi}" + (" (reverse)" if flow.direction == "reverse" else "")
+        bars.append(HalfBar(label, flow.tool_gbps, flow.flow.line_rate_gbps))
     return bars

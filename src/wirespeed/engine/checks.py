@@ -7,8 +7,6 @@ import ipaddress
 import json
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any
 
 from wirespeed.core.checks.model import (
     REGISTRY,
@@ -16,15 +14,15 @@ from wirespeed.core.checks.model import (
     ActiveResults,
     CheckInput,
     CheckResult,
-    CheckStatus,
+    CheckRun,
     SwitchReading,
 )
 from wirespeed.core.counters import iface_rate
+from wirespeed.core.discovery import Discovery
 from wirespeed.core.errors import UsageError
 from wirespeed.core.facts import NodeFacts, Unknown
 from wirespeed.core.inventory import Node
 from wirespeed.core.meter import layout_from_facts, sample_from_json
-from wirespeed.engine.discover import Discovery
 from wirespeed.engine.remote import Remote, agent_argv
 
 CHECK_MODULES = ("wirespeed.core.checks.mesh", "wirespeed.core.checks.all")
@@ -38,28 +36,6 @@ def load_checks() -> None:
         except ModuleNotFoundError as exc:
             if exc.name != name:
                 raise
-
-
-@dataclass
-class CheckRun:
-    results: list[CheckResult]
-    discovery: Discovery
-    errors: list[str] = field(default_factory=list)  # checks that could not run, nodes not read
-
-    @property
-    def exit_status(self) -> int:
-        if self.errors:
-            return 2
-        return 1 if any(r.status is CheckStatus.FAIL for r in self.results) else 0
-
-    def to_json(self) -> dict[str, Any]:
-        counts = {status.value: sum(r.status is status for r in self.results) for status in CheckStatus}
-        return {
-            "results": [r.to_json() for r in self.results],
-            "counts": counts,
-            "errors": self.errors,
-            "exit_status": self.exit_status,
-        }
 
 
 def select(only: Iterable[str], skip: Iterable[str]) -> list[str]:

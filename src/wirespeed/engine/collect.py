@@ -8,10 +8,12 @@ import json
 import os
 import shutil
 from collections.abc import Callable
+from types import ModuleType
 from typing import TypeVar
 
 from wirespeed.adapters.configroot import system_path
 from wirespeed.adapters.source import NOT_INSTALLED, NodeSource, Output, run_command
+from wirespeed.core import tools as bench_tools
 from wirespeed.core.facts import (
     Gid,
     Gpu,
@@ -261,22 +263,27 @@ def _is_fabric_candidate(source: NodeSource, netdev: Netdev, management: str | U
     return netdev.link_type in (1, 32)  # Ethernet or IPoIB
 
 
+def _tool(source: NodeSource, module: ModuleType) -> Tool | None:
+    """A tool module's version on this node; None where a snapshot did not record it (made before the tool was)."""
+    name, program = module.NAME, module.VERSION_ARGV[0]
+    found = source.output(module.VERSION_KEY, lambda: run_command(list(module.VERSION_ARGV)))
+    if found.returncode is None:
+        return None
+    if found.returncode != NOT_INSTALLED and found.stdout.strip():
+        try:  # some print their version and exit 1 (perftest): the version is what counts
+            version = module.parse_version(found.stdout)
+        except ValueError as exc:
+            why = Unknown(f"{program}: cannot parse its output ({exc})")
+            return Tool(name, why if found.ok else _command_unknown(module.VERSION_KEY, found, program))
+        detail = module.version_detail(version) if hasattr(module, "version_detail") else None
+        return Tool(name, version, detail=detail)
+    return Tool(name, _command_unknown(module.VERSION_KEY, found, program))
+
+
 def _tools(source: NodeSource) -> tuple[Tool, ...]:
-    iperf3 = source.output("iperf3_version", lambda: run_command(["iperf3", "--version"]))
-    iperf3_version = _parsed("iperf3_version", iperf3, "iperf3", sv.iperf3_version)
-    detail = None
-    if isinstance(iperf3_version, str):
-        major_minor = tuple(int(x) for x in iperf3_version.split(".")[:2])
-        detail = "one thread per stream" if major_minor >= (3, 16) else "single-threaded: -P streams share one core"
-    perftest = source.output("ib_write_bw_version", lambda: run_command(["ib_write_bw", "--version"]))
-    if perftest.returncode == 1 and "Version" in perftest.stdout:  # perftest exits 1 after printing its version
-        perftest = Output(0, perftest.stdout)
+    tools = [t for module in bench_tools.versioned() if (t := _tool(source, module)) is not None]
     mpirun = source.output("mpirun_version", lambda: run_command(["mpirun", "--version"]))
-    tools = [
-        Tool("iperf3", iperf3_version, detail=detail),
-        Tool("perftest", _parsed("ib_write_bw_version", perftest, "ib_write_bw", sv.perftest_version)),
-        Tool("mpirun", _parsed("mpirun_version", mpirun, "mpirun", sv.mpirun_version)),
-    ]
+    tools.append(Tool("mpirun", _parsed("mpirun_version", mpirun, "mpirun", sv.mpirun_version)))
     nccl_tests = source.output("nccl_tests", _find_nccl_tests)
     if nccl_tests.ok and nccl_tests.stdout.strip():
         for line in nccl_tests.stdout.splitlines():

@@ -10,54 +10,25 @@ import secrets
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from wirespeed.adapters.source import SnapshotSource
 from wirespeed.adapters.source import archive as pack_snapshot
 from wirespeed.core.cabling import (
-    CablingMap,
     Heard,
     build_map,
-    cabling_from_json,
     edges_from_addresses,
     edges_from_probe,
 )
+from wirespeed.core.discovery import Discovery
 from wirespeed.core.errors import WirespeedError
-from wirespeed.core.facts import NodeFacts, facts_from_json, to_jsonable
+from wirespeed.core.facts import NodeFacts, facts_from_json
 from wirespeed.engine.collect import collect
 from wirespeed.engine.remote import Remote, agent_argv
 
 PROBE_METHOD = "active probe (L2 broadcast on every fabric half)"
 ADDRESS_METHOD = "address plan (no active probe: interfaces on one subnet taken as linked)"
-
-
-@dataclass
-class Discovery:
-    facts: dict[str, NodeFacts]
-    cabling: CablingMap
-    errors: dict[str, str] = field(default_factory=dict)  # node -> one-line reason it could not be read
-    probe_errors: dict[str, dict[str, str]] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "nodes": {name: facts.to_json() for name, facts in self.facts.items()},
-            "cabling": to_jsonable(self.cabling),
-            "errors": self.errors,
-            "probe_errors": self.probe_errors,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Discovery:
-        """Read back what `to_json` wrote (a run's discovery.json)."""
-        return cls(
-            facts={name: facts_from_json(raw) for name, raw in (data.get("nodes") or {}).items()},
-            cabling=cabling_from_json(data.get("cabling") or {}),
-            errors=dict(data.get("errors") or {}),
-            probe_errors={k: dict(v) for k, v in (data.get("probe_errors") or {}).items()},
-        )
 
 
 def _parse_json(text: str, what: str) -> dict[str, Any]:

@@ -10,19 +10,52 @@ import json
 import os
 import secrets
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wirespeed.core.checks.model import CheckInput
 from wirespeed.core.errors import WirespeedError
-from wirespeed.core.fixplan import Operation, operation_from_json, undo_of
+from wirespeed.core.fixplan import Operation, operation_from_json, plan_nodes, undo_of
+from wirespeed.engine import checks as checking
+from wirespeed.engine import discover
 from wirespeed.engine.remote import Remote, agent_argv
 
 
 def default_record() -> Path:
     base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
     return base / "wirespeed" / "last-fix.json"
+
+
+@dataclass
+class FixPlan:
+    """What `fix` would change per node, the files each node has now (to diff against), and what it leaves out."""
+
+    operations: dict[str, list[Operation]]
+    current: dict[str, dict[str, str]] = field(default_factory=dict)
+    notes: dict[str, list[str]] = field(default_factory=dict)
+
+
+def plan_fix(remote: Remote, say: Callable[[str], None]) -> FixPlan:
+    """Discover (with the link probe: the address plan needs the cabling), check, and plan per node.
+
+    `say` hears, once each, every node that could not be read and every check that could not run: the plan is
+    only as whole as what was read, and the person deciding on --yes needs to know that."""
+    found = discover.discover_live(remote, probe=True)
+    for reason in found.errors.values():
+        say(reason)
+    run = checking.run_checks(found, checking.select([], []))
+    for error in run.errors:
+        if not error.startswith(tuple(found.errors.values())):
+            say(error)
+    nodes = plan_nodes(CheckInput(found.facts, found.cabling), run.results)
+    return FixPlan(
+        operations={node: p.operations for node, p in nodes.items() if p.operations},
+        current={node: facts.config_files for node, facts in found.facts.items()},
+        notes={node: p.notes for node, p in nodes.items() if p.notes},
+    )
 
 
 @dataclass

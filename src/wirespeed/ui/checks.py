@@ -6,8 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from wirespeed.core.checks.model import CheckStatus
-from wirespeed.engine.checks import CheckRun
+from wirespeed.core.checks.model import CheckRun, CheckStatus
 
 STYLE = {CheckStatus.FAIL: "bold red", CheckStatus.WARN: "yellow", CheckStatus.SKIP: "dim", CheckStatus.PASS: "green"}
 

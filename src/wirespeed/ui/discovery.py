@@ -6,9 +6,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from wirespeed.core.discovery import Discovery
 from wirespeed.core.facts import NodeFacts, Unknown
 from wirespeed.core.units import format_rate
-from wirespeed.engine.discover import Discovery
 
 SEVERITY_STYLE = {"info": "dim", "warn": "yellow", "fail": "red"}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich import box
@@ -11,7 +12,9 @@ from rich.text import Text
 
 from wirespeed.core.nodeset import fold_names
 from wirespeed.core.outcome import CommandResult
+from wirespeed.core.run import TakeawayRow
 from wirespeed.core.units import format_rate
+from wirespeed.ui import takeaway
 
 
 def exec_results(results: list[CommandResult]) -> RenderableType:
@@ -93,11 +96,11 @@ def _iface_table(title: str, rows: list[dict[str, Any]], *, with_peer: bool) -> 
     return table
 
 
-def takeaway_table(rows: list[dict[str, str]]) -> Table:
+def takeaway_table(rows: Sequence[TakeawayRow]) -> Table:
     """The ladder's summary: one line per rung, the ceiling and its first piece of evidence."""
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for column in ("rung", "result", "full duplex", "busiest core", "ceiling", "why"):
+    for column in takeaway.COLUMNS:
         table.add_column(column, overflow="fold")
     for row in rows:
-        table.add_row(*(Text(row[c]) for c in ("rung", "result", "full duplex", "busiest core", "ceiling", "why")))
+        table.add_row(*(Text(cell) for cell in takeaway.cells(row)))
     return table

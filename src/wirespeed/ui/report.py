@@ -11,117 +11,118 @@ from html import escape
 from typing import Any
 
 from wirespeed import __version__
+from wirespeed.core.discovery import Discovery
 from wirespeed.core.imported import summary
 from wirespeed.core.matrix import MatrixResult
 from wirespeed.core.report import RunReport, collectives, halves
+from wirespeed.core.results import BITS_PER_BYTE, RungResult, RungStatus
 from wirespeed.core.timeline import CableSeries, RungSpan, Timeline
 from wirespeed.core.units import format_size_bytes
-from wirespeed.engine.discover import Discovery
-from wirespeed.ui import svg
+from wirespeed.ui import svg, takeaway
 from wirespeed.ui.discovery import cabling_diagram, node_summary
 
-TAKEAWAY_COLUMNS = ("rung", "result", "full duplex", "busiest core", "ceiling", "why")
 NETDEV_NOTE = "kernel netdev counters: RDMA traffic is not in them (no PHY counters on these interfaces)"
 
 
 # ------------------------------------------------------------------------------------------------ shared pieces
 
 
-def _gbps(value: Any) -> str:
-    return f"{value:.2f} Gb/s" if isinstance(value, int | float) else "-"
+def _gbps(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} Gb/s"
 
 
-def _num(value: Any, digits: int = 2) -> str:
-    return f"{value:.{digits}f}" if isinstance(value, int | float) else "-"
+def _num(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _figures(rung: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _figures(rung: RungResult) -> list[tuple[str, str]]:
     """The rung's headline figures with their units and what they mean."""
-    both = rung.get("reverse_gbps") is not None or rung.get("collective") is not None
     shown = [
-        ("per direction (forward)", _gbps(rung.get("forward_gbps"))),
-        ("reverse", _gbps(rung.get("reverse_gbps"))),
-        ("full duplex (both directions added)", _gbps(rung.get("full_duplex_gbps")) if both else "-"),
+        ("per direction (forward)", _gbps(rung.forward_gbps) if not rung.latency or rung.flows else "-"),
+        ("reverse", _gbps(rung.reverse_gbps) if rung.collective is None else "-"),
+        ("full duplex (both directions added)", _gbps(rung.duplex_gbps)),
+        ("latency p50, one way (median of the halves)", "-" if rung.p50_us is None else f"{rung.p50_us:.2f} us"),
+        ("latency p99, one way (worst half)", "-" if rung.p99_us is None else f"{rung.p99_us:.2f} us"),
     ]
-    if isinstance(rung.get("seconds"), int | float):
-        shown.append(("ran for", f"{rung['seconds']:.1f} s"))
+    if rung.duration_s is not None:
+        shown.append(("ran for", f"{rung.duration_s:.1f} s"))
     return [(k, v) for k, v in shown if v != "-"]
 
 
-def _collective_rows(rung: Mapping[str, Any]) -> list[list[str]]:
-    collective = rung.get("collective")
-    if not isinstance(collective, Mapping):
+def _collective_rows(rung: RungResult) -> list[list[str]]:
+    if rung.collective is None:
         return []
     return [
-        [
-            format_size_bytes(row.get("size_bytes")),
-            _num(row.get("time_us"), 1),
-            _num(row.get("algbw_GBps")),
-            _num(row.get("busbw_GBps")),
-            _num(row["busbw_GBps"] * 8 if isinstance(row.get("busbw_GBps"), int | float) else None),
-        ]
-        for row in collective.get("rows") or []
-        if isinstance(row, Mapping)
-    ]
+        [format_size_bytes(row.size_bytes), _num(row.time_us, 1), _num(row.algbw_GBps), _num(row.busbw_GBps),
+         _num(row.busbw_GBps * BITS_PER_BYTE)]
+        for row in rung.collective.rows
+    ]  # fmt: skip
 
 
 COLLECTIVE_COLUMNS = ("size", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "busbw per direction (Gb/s)")
+LATENCY_COLUMNS = ("half", "tool", "message", "p50 (us)", "p99 (us)", "p99.9 (us)", "min (us)", "max (us)")
 
 
-def _collective_facts(rung: Mapping[str, Any]) -> list[tuple[str, str]]:
-    c = rung.get("collective")
-    if not isinstance(c, Mapping):
+def _latency_rows(rung: RungResult) -> list[list[str]]:
+    return [
+        [x.flow.label(), x.tool, f"{x.message_bytes} B", _num(x.p50_us), _num(x.p99_us), _num(x.p999_us),
+         _num(x.min_us), _num(x.max_us)]
+        for x in rung.latency
+    ]  # fmt: skip
+
+
+def _collective_facts(rung: RungResult) -> list[tuple[str, str]]:
+    c = rung.collective
+    if c is None:
         return []
     shown = [
-        ("collective", str(c.get("collective") or "-")),
-        ("ranks", str(c.get("ranks") or "-")),
-        ("transport", str(c.get("transport") or "-")),
-        ("GPUDirect RDMA", {True: "yes", False: "no"}.get(c.get("gdr"), "-")),  # type: ignore[arg-type]
-        ("socket interfaces", ", ".join(c.get("socket_interfaces") or []) or "-"),
-        ("RDMA devices", ", ".join(c.get("ib_devices") or []) or "-"),
-        ("NCCL", str(c.get("nccl_version") or "-")),
-        ("figures from", str(c.get("figures_from") or "-")),
+        ("collective", c.collective or "-"),
+        ("ranks", str(c.ranks or "-")),
+        ("transport", c.transport or "-"),
+        ("GPUDirect RDMA", {True: "yes", False: "no", None: "-"}[c.gdr]),
+        ("socket interfaces", ", ".join(c.socket_interfaces) or "-"),
+        ("RDMA devices", ", ".join(c.ib_devices) or "-"),
+        ("NCCL", c.nccl_version or "-"),
+        ("figures from", c.source or "-"),
     ]
-    peak = c.get("peak_busbw_GBps")
-    if isinstance(peak, int | float):
-        shown.append(("peak busbw", f"{peak:.2f} GB/s at {format_size_bytes(c.get('peak_at_bytes'))}"))
+    if (peak := c.peak) is not None:
+        shown.append(("peak busbw", f"{peak.busbw_GBps:.2f} GB/s at {format_size_bytes(peak.size_bytes)}"))
     return [(k, v) for k, v in shown if v != "-"]
 
 
-def _wire_rows(rung: Mapping[str, Any]) -> list[list[str]]:
-    wire = rung.get("wire")
-    if not isinstance(wire, Mapping):
-        return []
-    tx, rx = wire.get("tx_gbps") or {}, wire.get("rx_gbps") or {}
-    return [[name, _gbps(tx.get(name)), _gbps(rx.get(name))] for name in sorted(set(tx) | set(rx))]
+def _wire_rows(rung: RungResult) -> list[list[str]]:
+    tx, rx = rung.wire.tx_gbps, rung.wire.rx_gbps
+    return [[f"{n}:{i}", _gbps(tx.get((n, i))), _gbps(rx.get((n, i)))] for n, i in sorted(set(tx) | set(rx))]
 
 
-def _cpu_text(rung: Mapping[str, Any]) -> str:
-    wire = rung.get("wire")
-    if not isinstance(wire, Mapping):
-        return ""
-    busiest = wire.get("busiest_core") or {}
-    average = wire.get("cpu_average_percent") or {}
+def _cpu_text(rung: RungResult) -> str:
+    busiest, average = rung.wire.busiest_core, rung.wire.cpu_average
     parts = []
     for node in sorted(set(busiest) | set(average)):
         core = busiest.get(node)
-        text = f"{node}: busiest core"
-        if isinstance(core, Mapping) and isinstance(core.get("busy_percent"), int | float):
-            text += f" {core.get('core')} at {core['busy_percent']:.0f}%"
-        else:
-            text += " -"
-        if isinstance(average.get(node), int | float):
+        text = f"{node}: busiest core " + (f"{core[0]} at {core[1]:.0f}%" if core is not None else "-")
+        if node in average:
             text += f", all cores {average[node]:.0f}%"
         parts.append(text)
     return "; ".join(parts)
 
 
-def _errors_text(rung: Mapping[str, Any]) -> str:
-    wire = rung.get("wire")
-    errors = wire.get("errors") if isinstance(wire, Mapping) else None
-    if not isinstance(errors, Mapping):
-        return ""
-    return "; ".join(f"{end}: " + ", ".join(f"{k} +{v}" for k, v in c.items()) for end, c in errors.items() if c)
+def _errors_text(rung: RungResult) -> str:
+    grown = rung.wire.errors
+    return "; ".join(f"{n}:{i}: " + ", ".join(f"{k} +{v}" for k, v in c.items()) for (n, i), c in grown.items() if c)
+
+
+def _takeaway_rows(report: RunReport) -> list[list[str]]:
+    return [takeaway.cells(row) for row in report.takeaway]
+
+
+def _state_line(report: RunReport) -> str | None:
+    """How the run ended, where it did not end complete, and what it did not reach."""
+    run = report.run
+    if run.finished:
+        return None
+    missing = f"; not reached: {', '.join(run.not_reached)}" if run.not_reached else ""
+    return f"This run is {run.state()}{missing}. The rungs it wrote are below."
 
 
 def _check_rows(checks: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
@@ -248,12 +249,12 @@ def busbw_chart(report: RunReport) -> str | None:
     return svg.line_chart("NCCL bus bandwidth against message size", lines, axes)
 
 
-def halves_chart(rung: Mapping[str, Any]) -> str | None:
+def halves_chart(rung: RungResult) -> str | None:
     bars = halves(rung)
     if not bars or all(b.gbps is None for b in bars):
         return None
     items = [svg.Bar(b.label, b.gbps, b.line_rate_gbps) for b in bars]
-    return svg.bar_chart(f"{rung.get('rung')}: each half, as its receiver counted it", items, "Gb/s")
+    return svg.bar_chart(f"{rung.rung}: each half, as its receiver counted it", items, "Gb/s")
 
 
 # ----------------------------------------------------------------------------------------------------- Markdown
@@ -270,40 +271,43 @@ def _md_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str
 
 
 def markdown(report: RunReport) -> str:
-    out = [f"# wirespeed report: run {report.run}", ""]
+    out = [f"# wirespeed report: run {report.name}", ""]
     out += [f"Nodes: {', '.join(report.nodes) or 'unknown'}. wirespeed {__version__}.", ""]
     out += ["## Takeaway", "", f"**{report.headline()}**", ""]
-    if report.takeaway is not None:
-        out += _md_table(TAKEAWAY_COLUMNS, [[row.get(c, "") for c in TAKEAWAY_COLUMNS] for row in report.takeaway])
-    else:
-        out += ["No takeaway.json: the run was cut short. The rungs it finished are below.", ""]
-    out += ["## Rungs", ""]
+    if state := _state_line(report):
+        out += [state, ""]
+    if report.rungs:
+        out += _md_table(takeaway.COLUMNS, _takeaway_rows(report))
+    out += ["## Rungs", ""] if report.rungs else []
     for rung in report.rungs:
-        out += [f"### {rung.get('rung')}: {rung.get('status')}", ""]
-        if rung.get("status") != "ran":
-            out += [f"- why: {rung.get('reason')}", f"- fix: {rung.get('fix') or '-'}", ""]
+        out += [f"### {rung.rung}: {rung.status.value}", ""]
+        if rung.status is RungStatus.SKIPPED:
+            out += [f"- why: {rung.reason}", f"- fix: {rung.fix or '-'}", ""]
             continue
+        if rung.reason:
+            out.append(f"- why: {rung.reason}")
         out += [f"- {name}: {value}" for name, value in _figures(rung)]
-        ceiling = rung.get("ceiling")
-        if isinstance(ceiling, Mapping):
-            out.append(f"- ceiling: **{ceiling.get('name')}**")
-            out += [f"  - {line}" for line in ceiling.get("evidence") or []]
+        if rung.ceiling is not None:
+            out.append(f"- ceiling: **{rung.ceiling.name}**")
+            out += [f"  - {line}" for line in rung.ceiling.evidence]
         if cpu := _cpu_text(rung):
             out.append(f"- CPU: {cpu}")
         if errors := _errors_text(rung):
             out.append(f"- error counters that grew: {errors}")
         out += [f"- {k}: {v}" for k, v in _collective_facts(rung)]
-        out += [f"- note: {note}" for note in rung.get("notes") or []]
+        out += [f"- note: {note}" for note in rung.notes]
         out.append("")
         if bars := halves(rung):
             out += _md_table(
                 ("half", "Gb/s", "line rate (Gb/s)"), [[b.label, _num(b.gbps), _num(b.line_rate_gbps, 0)] for b in bars]
             )
+        if rows := _latency_rows(rung):
+            out += _md_table(LATENCY_COLUMNS, rows)
         if rows := _collective_rows(rung):
             out += _md_table(COLLECTIVE_COLUMNS, rows)
-    if report.matrices:
+    if report.run.matrices:
         out += ["## All pairs", ""]
-        for matrix in report.matrices:
+        for matrix in report.run.matrices:
             out += _matrix_md(matrix)
     out += ["## Checks", ""]
     if report.checks is None:
@@ -375,26 +379,29 @@ def _badge(text: Any, kind: str) -> str:
     return f'<span class="badge {_h(kind)}">{_h(text)}</span>'
 
 
-def _rung_html(rung: Mapping[str, Any]) -> str:
-    name, status = rung.get("rung"), str(rung.get("status"))
+def _rung_html(rung: RungResult) -> str:
+    name, status = rung.rung, rung.status.value
     parts = [f'<article class="rung" id="rung-{_h(name)}"><h3>{_h(name)} {_badge(status, status)}']
-    ceiling = rung.get("ceiling")
-    if isinstance(ceiling, Mapping):
-        parts.append(f" {_badge('ceiling: ' + str(ceiling.get('name')), 'ceiling')}")
+    if rung.ceiling is not None:
+        parts.append(f" {_badge('ceiling: ' + rung.ceiling.name, 'ceiling')}")
     parts.append("</h3>")
-    if status != "ran":
-        parts.append(f"<p>{_h(rung.get('reason'))}</p><p>fix: <code>{_h(rung.get('fix') or '-')}</code></p></article>")
+    if rung.status is RungStatus.SKIPPED:
+        parts.append(f"<p>{_h(rung.reason)}</p><p>fix: <code>{_h(rung.fix or '-')}</code></p></article>")
         return "".join(parts)
+    if rung.reason:
+        parts.append(f"<p>{_h(rung.reason)}</p>")
     parts.append(_table(("figure", "value"), _figures(rung)))
-    if isinstance(ceiling, Mapping):
-        items = "".join(f"<li>{_h(line)}</li>" for line in ceiling.get("evidence") or [])
-        parts.append(f"<p>ceiling <b>{_h(ceiling.get('name'))}</b>, because:</p><ul class=evidence>{items}</ul>")
+    if rung.ceiling is not None:
+        items = "".join(f"<li>{_h(line)}</li>" for line in rung.ceiling.evidence)
+        parts.append(f"<p>ceiling <b>{_h(rung.ceiling.name)}</b>, because:</p><ul class=evidence>{items}</ul>")
     if cpu := _cpu_text(rung):
         parts.append(f"<p>CPU: {_h(cpu)}</p>")
     if errors := _errors_text(rung):
         parts.append(f"<p>error counters that grew: {_h(errors)}</p>")
     if chart := halves_chart(rung):
         parts.append(chart)
+    if rows := _latency_rows(rung):
+        parts.append(_table(LATENCY_COLUMNS, rows, numeric=(3, 4, 5, 6, 7)))
     if wire := _wire_rows(rung):
         parts.append("<details><summary>at the wire, per half (average over the rung)</summary>")
         parts.append(_table(("node:interface", "TX", "RX"), wire) + "</details>")
@@ -402,7 +409,7 @@ def _rung_html(rung: Mapping[str, Any]) -> str:
         parts.append(_table(("NCCL", "value"), facts))
     if rows := _collective_rows(rung):
         parts.append(_table(COLLECTIVE_COLUMNS, rows, numeric=(1, 2, 3, 4)))
-    for note in rung.get("notes") or []:
+    for note in rung.notes:
         parts.append(f'<p class="note">{_h(note)}</p>')
     parts.append("</article>")
     return "".join(parts)
@@ -486,16 +493,16 @@ def html(report: RunReport) -> str:
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>wirespeed report: run {_h(report.run)}</title><style>{STYLE}</style></head><body>",
-        f"<h1>wirespeed report: run {_h(report.run)}</h1>",
+        f"<title>wirespeed report: run {_h(report.name)}</title><style>{STYLE}</style></head><body>",
+        f"<h1>wirespeed report: run {_h(report.name)}</h1>",
         f'<p class="meta">nodes: {_h(", ".join(report.nodes) or "unknown")} · wirespeed {_h(__version__)}</p>',
         '<section id="takeaway"><h2>Takeaway</h2>',
         f'<p class="headline">{_h(report.headline())}</p>',
     ]
-    if report.takeaway is not None:
-        parts.append(_table(TAKEAWAY_COLUMNS, [[row.get(c, "") for c in TAKEAWAY_COLUMNS] for row in report.takeaway]))
-    else:
-        parts.append("<p>No takeaway.json: the run was cut short. The rungs it finished are below.</p>")
+    if state := _state_line(report):
+        parts.append(f'<p class="state">{_h(state)}</p>')
+    if report.rungs:
+        parts.append(_table(takeaway.COLUMNS, _takeaway_rows(report)))
     parts.append("</section>")
     timeline = report.timeline
     parts.append('<section id="over-time"><h2>Over time</h2>')
@@ -514,9 +521,9 @@ def html(report: RunReport) -> str:
         parts.append(chart)
     parts += [_rung_html(rung) for rung in report.rungs]
     parts.append("</section>")
-    if report.matrices:
+    if report.run.matrices:
         parts.append('<section id="matrix"><h2>All pairs</h2>')
-        parts += [_matrix_html(m) for m in report.matrices]
+        parts += [_matrix_html(m) for m in report.run.matrices]
         parts.append("</section>")
     parts.append(f'<section id="checks"><h2>Checks</h2>{_checks_html(report.checks)}</section>')
     parts.append('<section id="discovery"><h2>Discovery and cabling</h2>')

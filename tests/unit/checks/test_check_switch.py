@@ -11,9 +11,10 @@ from builders import P1H0, P1H1, assert_actionable, cluster, fix_text, run, spar
 
 from emulators.routeros_rest import RouterOSEmulator
 from wirespeed.core.checks.model import ActiveResults, CheckInput, CheckStatus
+from wirespeed.core.discovery import Discovery
+from wirespeed.core.errors import ExitStatus
 from wirespeed.core.routeros import SwitchConfig
 from wirespeed.engine import checks, switch
-from wirespeed.engine.discover import Discovery
 
 PASSWORD = "check-pw"
 PORTS = {"s1": ("qsfp56-dd-1-1",), "s2": ("qsfp56-dd-1-5",)}
@@ -52,7 +53,7 @@ def test_a_switch_that_cannot_be_read_skips_and_is_an_error_of_the_run(emu: Rout
     outcome = run("switch.ports", dataclasses.replace(data, switch=reading))
     assert outcome.status is CheckStatus.SKIP and "login refused" in outcome.summary
     made = checks.run_checks(Discovery(dict(data.facts), data.cabling, {}), ["switch.ports"], None, reading)
-    assert made.exit_status == 2 and made.errors == [reading.error]
+    assert made.exit_status == ExitStatus.NOT_MEASURED == 3 and made.errors == [reading.error]
 
 
 def test_a_configured_switch_passes(emu: RouterOSEmulator) -> None:

@@ -7,17 +7,11 @@ from pathlib import Path
 
 from builders import P0H0, P0H1, P1H0, P1H1, cluster, plan_address, spark
 
-from wirespeed.core.ladder import (
-    Flow,
-    FlowResult,
-    RungResult,
-    WireFigures,
-    diagnose,
-    first_pair,
-    flows_between,
-    takeaway,
-)
+from wirespeed.core.ladder import diagnose, first_pair, flows_between
+from wirespeed.core.results import Direction, Flow, FlowResult, RungResult, RungStatus, WireFigures
+from wirespeed.core.run import takeaway
 from wirespeed.engine.discover import discover_snapshots
+from wirespeed.ui.takeaway import COLUMNS, cells
 
 
 def two(cables: int = 2, **changes: object):  # type: ignore[no-untyped-def]
@@ -29,8 +23,8 @@ def flow(iface: str, line: float | None = 1.0) -> Flow:
 
 
 def ran(*rates: tuple[str, float], wire: WireFigures | None = None) -> RungResult:
-    flows = tuple(FlowResult(flow(iface), "forward", rate) for iface, rate in rates)
-    return RungResult("tcp-halves", "ran", flows=flows, wire=wire or WireFigures())
+    flows = tuple(FlowResult(flow(iface), Direction.FORWARD, rate) for iface, rate in rates)
+    return RungResult("tcp-halves", RungStatus.RAN, flows=flows, wire=wire or WireFigures())
 
 
 def test_flows_follow_the_links_one_per_half_with_addresses_and_line_rates() -> None:
@@ -71,15 +65,18 @@ def test_growing_error_counters_are_loss() -> None:
 def test_one_stream_below_the_line_with_idle_cores_is_single_flow() -> None:
     ceiling = diagnose(ran((P1H0, 0.5)), single_flow=True, halves_available=2)
     assert ceiling.name == "single-flow"
-    assert diagnose(RungResult("tcp-single", "ran")).name == "unknown"
+    assert diagnose(RungResult("tcp-single", RungStatus.RAN)).name == "unknown"
 
 
 def test_the_takeaway_table_has_a_line_per_rung() -> None:
     result = dataclasses.replace(ran((P1H0, 0.99)), ceiling=diagnose(ran((P1H0, 0.99)), halves_available=1))
-    skipped = RungResult("rdma-bw", "skipped", "no RDMA devices on the nodes")
+    skipped = RungResult("rdma-bw", RungStatus.SKIPPED, "no RDMA devices on the nodes")
     rows = takeaway([result, skipped])
-    assert rows[0]["result"] == "0.99 Gb/s" and rows[0]["ceiling"] == "wire"
-    assert rows[1] == {
+    assert rows[0].forward_gbps == 0.99 and rows[0].full_duplex_gbps is None and rows[0].ceiling == "wire"
+    text = [dict(zip(COLUMNS, cells(row), strict=True)) for row in rows]
+    assert text[0]["result"] == "0.99 Gb/s" and text[0]["ceiling"] == "wire"
+    assert rows[1].status is RungStatus.SKIPPED and rows[1].forward_gbps is None and rows[1].ceiling is None
+    assert text[1] == {
         "rung": "rdma-bw",
         "result": "-",
         "full duplex": "-",
@@ -100,7 +97,7 @@ def spark_flows() -> list[Flow]:
 
 
 def spark_ran(flows: list[Flow], rate: float) -> RungResult:
-    return RungResult("rdma-bw", "ran", flows=tuple(FlowResult(f, "forward", rate) for f in flows))
+    return RungResult("rdma-bw", RungStatus.RAN, flows=tuple(FlowResult(f, Direction.FORWARD, rate) for f in flows))
 
 
 def test_spark_halves_know_their_pcie_cap_and_share_the_ports_cable() -> None:

@@ -8,6 +8,8 @@ from enum import StrEnum
 from typing import Any
 
 from wirespeed.core.cabling import CablingMap
+from wirespeed.core.discovery import Discovery
+from wirespeed.core.errors import ExitStatus
 from wirespeed.core.facts import NodeFacts, to_jsonable
 from wirespeed.core.routeros import SwitchConfig
 from wirespeed.core.switchstate import SwitchState
@@ -126,3 +128,26 @@ def result(
 
 def skip(spec_id: str, reason: str) -> CheckResult:
     return result(spec_id, CheckStatus.SKIP, reason)
+
+
+@dataclass
+class CheckRun:
+    results: list[CheckResult]
+    discovery: Discovery
+    errors: list[str] = field(default_factory=list)  # checks that could not run, nodes not read
+
+    @property
+    def exit_status(self) -> ExitStatus:
+        """Unread wins over a failure: with a node or check missing, the other results may be artefacts of it."""
+        if self.errors:
+            return ExitStatus.NOT_MEASURED
+        return ExitStatus.FINDING if any(r.status is CheckStatus.FAIL for r in self.results) else ExitStatus.OK
+
+    def to_json(self) -> dict[str, Any]:
+        counts = {status.value: sum(r.status is status for r in self.results) for status in CheckStatus}
+        return {
+            "results": [r.to_json() for r in self.results],
+            "counts": counts,
+            "errors": self.errors,
+            "exit_status": self.exit_status,
+        }

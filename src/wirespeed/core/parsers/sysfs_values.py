@@ -117,14 +117,6 @@ def route_get_iface(text: str) -> str | None:
     return None
 
 
-def iperf3_version(text: str) -> str:
-    """`iperf 3.16 (cJSON 1.7.15)` -> `3.16`."""
-    match = re.search(r"iperf\s+(\d+\.\d+(?:\.\d+)?)", text)
-    if not match:
-        raise ValueError("no iperf3 version")
-    return match.group(1)
-
-
 def mpirun_version(text: str) -> str:
     """`mpirun (Open MPI) 4.1.6` -> `Open MPI 4.1.6`."""
     match = re.search(r"\((Open MPI|MPICH[^)]*|Intel[^)]*)\)\s+(\S+)", text)
@@ -134,14 +126,6 @@ def mpirun_version(text: str) -> str:
     if match:
         return match.group(1)
     raise ValueError("no mpirun version")
-
-
-def perftest_version(text: str) -> str:
-    """`ib_write_bw --version` prints `Version: 6.22` (older: ` Version: 5.60`)."""
-    match = re.search(r"Version:?\s*(\d+(?:\.\d+)+)", text)
-    if not match:
-        raise ValueError("no perftest version")
-    return match.group(1)
 
 
 def nccl_version(text: str) -> str:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from wirespeed.core.results import Direction, Flow, FlowResult, Latency
+
 
 @dataclass(frozen=True)
 class BwRow:
@@ -264,3 +266,111 @@ def looks_like(text: str) -> bool:
     if any(_TABLE_HEADER.search(line) for line in text.splitlines()):
         return True
     return any(_TITLE.match(line) for line in text.splitlines()) and "Number of qps" in text
+
+
+# ---------------------------------------------------------------------------------------------------- the runner
+# One perftest pair per half. `-d` (device), `-i` (port) and `-x` (GID index) are local to the side that reads them,
+# so each side names its own; every test parameter (`-q`, `-s`, `-D`, `-n`, `-b`) must be the same on both sides,
+# or perftest refuses or hangs. InfiniBand needs no `-x`.
+
+NAME = "perftest"
+VERSION_KEY = "ib_write_bw_version"
+VERSION_ARGV = ("ib_write_bw", "--version")
+INSTALL_HINT = "apt install perftest on every node (`wirespeed check --only tools.present`)"
+# What a client prints while its server is not listening yet: worth another try.
+NOT_LISTENING = ("Couldn't connect", "Unable to open file descriptor for socket connection", "Connection refused")
+TESTS = ("write", "send")
+_SECTION = re.compile(r"^\s*(?P<side>Local|Remote) results:\s*$", re.MULTILINE)  # --report-both's tables
+
+
+def parse_version(text: str) -> str:
+    """`ib_write_bw --version` prints `Version: 6.22` (older: ` Version: 5.60`); it exits 1 after printing it."""
+    match = re.search(r"Version:?\s*(\d+(?:\.\d+)+)", text)
+    if not match:
+        raise ValueError("no perftest version")
+    return match.group(1)
+
+
+def _side(test: str, lat: bool, device: str, ib_port: int, gid_index: int | None) -> list[str]:
+    argv = [f"ib_{test}_{'lat' if lat else 'bw'}", "-d", device, "-i", str(ib_port)]
+    return argv if gid_index is None else [*argv, "-x", str(gid_index)]
+
+
+def bw_argv(
+    *, test: str, device: str, ib_port: int, gid_index: int | None, tcp_port: int, qps: int, size_bytes: int,
+    seconds: int, bidir: bool,
+) -> list[str]:  # fmt: skip
+    """`ib_<test>_bw` for `seconds` with `qps` queue pairs, in Gb/s; with `bidir`, both directions and each one."""
+    argv = _side(test, False, device, ib_port, gid_index)
+    argv += ["-q", str(qps), "-s", str(size_bytes), "-D", str(seconds), "-F", "--report_gbits", "-p", str(tcp_port)]
+    if bidir:
+        argv += ["-b", "--report-both"]  # --report-both: each direction's own figure besides their sum
+    return argv
+
+
+def lat_argv(
+    *, test: str, device: str, ib_port: int, gid_index: int | None, tcp_port: int, size_bytes: int, iterations: int
+) -> list[str]:
+    """`ib_<test>_lat`: `iterations` round trips of `size_bytes`, one-way latency in microseconds."""
+    argv = _side(test, True, device, ib_port, gid_index)
+    return [*argv, "-s", str(size_bytes), "-n", str(iterations), "-F", "-p", str(tcp_port)]
+
+
+def _bw_gbps(parsed: PerftestResult) -> float | None:
+    """The rate of the largest message size: the mean of its rows (several only with --run_infinitely)."""
+    rows = [r for r in parsed.rows if isinstance(r, BwRow)]
+    if not rows:
+        return None
+    largest = max(r.size_bytes for r in rows)
+    rates = [r.bw_avg_gbps for r in rows if r.size_bytes == largest]
+    return sum(rates) / len(rates)
+
+
+def _sections(stdout: str) -> dict[str, float]:
+    """--report-both's "Local results" and "Remote results" tables, each read by the parser."""
+    found: dict[str, float] = {}
+    for match in _SECTION.finditer(stdout):
+        try:
+            rate = _bw_gbps(parse_text(stdout[match.end() :]))
+        except ValueError:
+            continue
+        if rate is not None:
+            found.setdefault(match["side"], rate)
+    return found
+
+
+def flow_results(flow: Flow, client_stdout: str, error: str | None = None) -> list[FlowResult]:
+    """The client's bandwidth in Gb/s: one forward result, or with `-b` a forward (the client's own sending rate)
+    and a reverse one (the server's), read from `--report-both`'s tables. A sum without them is reported as what
+    it is, with no per-direction figure: halving it would invent one. `error` is the run's own failure, if any."""
+    try:
+        parsed = parse_text(client_stdout)
+    except ValueError as exc:
+        return [FlowResult(flow, Direction.FORWARD, None, error or f"perftest output unreadable: {exc}")]
+    total = _bw_gbps(parsed)
+    if total is None:
+        return [FlowResult(flow, Direction.FORWARD, None, error or "perftest printed a latency table, not bandwidth")]
+    if not parsed.bidirectional:
+        return [FlowResult(flow, Direction.FORWARD, total, error)]
+    sides = _sections(client_stdout)
+    if "Local" not in sides or "Remote" not in sides:
+        why = f"perftest printed both directions added ({total:.2f} Gb/s) without each one (--report-both)"
+        return [FlowResult(flow, Direction.FORWARD, None, f"{error}; {why}" if error else why)]
+    return [
+        FlowResult(flow, Direction.FORWARD, sides["Local"], error),
+        FlowResult(flow.reversed(), Direction.REVERSE, sides["Remote"], error),
+    ]
+
+
+def latency(flow: Flow, client_stdout: str) -> Latency:
+    """The one-way latency of the smallest message in the client's table (t_typical is perftest's median);
+    ValueError says why there is none."""
+    parsed = parse_text(client_stdout)
+    rows = [r for r in parsed.rows if isinstance(r, LatRow)]
+    if not rows:
+        raise ValueError("perftest printed a bandwidth table, not latency")
+    row = min(rows, key=lambda r: r.size_bytes)
+    return Latency(
+        flow=flow, tool=NAME, message_bytes=row.size_bytes, p50_us=row.t_typical_us, p99_us=row.p99_us,
+        p999_us=row.p999_us, min_us=row.t_min_us, max_us=row.t_max_us, avg_us=row.t_avg_us, samples=row.iterations,
+    )  # fmt: skip

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from wirespeed.core.results import Direction, Flow, FlowResult
+
 
 @dataclass(frozen=True)
 class Iperf3Interval:
@@ -450,3 +452,68 @@ def looks_like(text: str) -> str | None:
     if _TEXT_MARK.search(text) or any(_DATA.search(line) for line in text.splitlines()):
         return "text"
     return None
+
+
+# ---------------------------------------------------------------------------------------------------- the runner
+# What wirespeed needs to run iperf3 on the nodes: its version probe, its command lines, and its output turned
+# into flow results. The rungs that use it (tcp-single, tcp-multi, tcp-halves, matrix) build nothing themselves.
+
+NAME = "iperf3"
+VERSION_KEY = "iperf3_version"
+VERSION_ARGV = ("iperf3", "--version")
+INSTALL_HINT = "apt install iperf3 on every node"
+NOT_LISTENING = ("Connection refused",)  # the server is still starting: try again
+
+
+def parse_version(text: str) -> str:
+    """`iperf 3.16 (cJSON 1.7.15)` -> `3.16`."""
+    match = re.search(r"iperf\s+(\d+\.\d+(?:\.\d+)?)", text)
+    if not match:
+        raise ValueError("no iperf3 version")
+    return match.group(1)
+
+
+def version_detail(version: str) -> str:
+    """What a reader of the figures needs to know about this version: before 3.16, `-P` streams share one core."""
+    major_minor = tuple(int(x) for x in version.split(".")[:2])
+    return "one thread per stream" if major_minor >= (3, 16) else "single-threaded: -P streams share one core"
+
+
+def server_argv(address: str, port: int) -> list[str]:
+    """One test, then exit (`-1`), on the half's own address, JSON out."""
+    return ["iperf3", "-s", "-1", "-B", address, "-p", str(port), "-J"]
+
+
+def client_argv(
+    source_address: str,
+    target_address: str,
+    port: int,
+    *,
+    seconds: int,
+    streams: int = 1,
+    bidir: bool = False,
+    core: int | None = None,
+) -> list[str]:
+    """From one half's address to the other's; the first second is omitted from the figures (`-O 1`: TCP's ramp)."""
+    argv = ["iperf3", "-c", target_address, "-B", source_address, "-p", str(port), "-t", str(seconds), "-O", "1", "-J"]
+    if streams > 1:
+        argv += ["-P", str(streams)]
+    if bidir:
+        argv.append("--bidir")
+    if core is not None:
+        argv += ["-A", str(core)]  # disjoint cores per half on the client (and the same index on the server)
+    return argv
+
+
+def flow_results(flow: Flow, stdout: str, error: str | None) -> list[FlowResult]:
+    """The receiver's figure for the flow, and with `--bidir` the reverse one; a failure says iperf3's own words."""
+    try:
+        parsed = parse_json(stdout)
+    except ValueError as exc:
+        return [FlowResult(flow, Direction.FORWARD, None, error or f"iperf3 output unreadable: {exc}")]
+    if parsed.error:
+        return [FlowResult(flow, Direction.FORWARD, None, f"iperf3: {parsed.error}")]
+    found = [FlowResult(flow, Direction.FORWARD, parsed.receiver_gbps, error)]
+    if parsed.reverse_receiver_gbps is not None:
+        found.append(FlowResult(flow.reversed(), Direction.REVERSE, parsed.reverse_receiver_gbps))
+    return found

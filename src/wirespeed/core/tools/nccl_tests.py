@@ -611,3 +611,26 @@ def parse_json(text: str) -> NcclTestsResult:
         out_of_bounds=_json_int(oob.get("count")) if isinstance(oob, dict) else None,
         nccl_version=nccl_version,
     )
+
+
+# ---------------------------------------------------------------------------------------------------- the runner
+# nccl-tests runs under mpirun (`wirespeed.core.nccl` plans the ranks and NCCL's environment); here is the
+# binary's own command line. Discovery finds the binaries on disk (PATH, NCCL_TESTS_DIR) rather than by a version.
+
+NAME = "nccl-tests"
+INSTALL_HINT = "build nccl-tests with MPI=1 (NVIDIA's playbook) and put it on PATH or set NCCL_TESTS_DIR"
+
+
+def binary_argv(
+    binary: str, *, min_bytes: int, max_bytes: int, iterations: int, warmup: int, json_path: str | None
+) -> list[str]:
+    """Identical for every rank: sizes doubling from `min_bytes` to `max_bytes`, one GPU per rank, `-J` when the
+    binary writes its own JSON (the figure of record)."""
+    argv = [binary, "-b", str(min_bytes), "-e", str(max_bytes), "-f", "2", "-g", "1"]
+    argv += ["-n", str(iterations), "-w", str(warmup)]
+    return [*argv, "-J", json_path] if json_path is not None else argv
+
+
+def supports_json_output(help_text: str) -> bool:
+    """nccl-tests 2.17.6+ lists `-J,--output_file` in its usage."""
+    return "output_file" in help_text

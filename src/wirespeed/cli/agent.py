@@ -1,0 +1,154 @@
+"""`wirespeed agent ...`: what runs on the nodes on the controller's behalf (and `agent check`, run here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from wirespeed import __version__
+from wirespeed.cli.common import CONTEXT, Ctx, cluster_options, json_option, pass_ctx, resolve_remote
+from wirespeed.core.errors import ExitStatus, UsageError, WirespeedError
+from wirespeed.engine.remote import check_agents
+
+
+@click.group("agent", context_settings=CONTEXT)
+def agent() -> None:
+    """What runs on the nodes on the controller's behalf."""
+
+
+@agent.command("check")
+@cluster_options
+@json_option
+@pass_ctx
+def agent_check(
+    ctx: Ctx, cluster_file: Path | None, hosts: str | None, user: str | None, json_mode: bool
+) -> ExitStatus:
+    """Check that every node has wirespeed at this version (later commands run `wirespeed agent ...` there)."""
+    out = ctx.output(json_mode)
+    remote = resolve_remote(out, cluster_file, hosts, user)
+    checks = check_agents(remote)
+    if json_mode:
+        out.data([{"node": c.node, "ok": c.ok, "version": c.version, "message": c.message} for c in checks])
+    else:
+        for check in checks:
+            out.console.print(("ok    " if check.ok else "FAIL  ") + check.message, markup=False)
+    return ExitStatus.OK if all(c.ok for c in checks) else ExitStatus.FINDING
+
+
+@agent.command("facts")
+@click.option("--node", required=True, help="The name the controller knows this node by.")
+@pass_ctx
+def agent_facts(ctx: Ctx, node: str) -> None:
+    """Print this node's facts as JSON (what `discover` reads on every node)."""
+    from wirespeed.adapters.source import LiveSource
+    from wirespeed.engine.collect import collect
+
+    ctx.output(True).data(collect(LiveSource(), node).to_json())
+
+
+@agent.command("probe")
+@click.option("--node", required=True)
+@click.option("--ifaces", required=True, help="Comma-separated fabric interfaces.")
+@click.option("--duration", type=float, default=2.0, show_default=True)
+@click.option("--token", required=True, help="Identifies this probe run; other runs' frames are ignored.")
+@pass_ctx
+def agent_probe(ctx: Ctx, node: str, ifaces: str, duration: float, token: str) -> None:
+    """Beacon and listen on the fabric interfaces; print what was heard as JSON (needs root)."""
+    from wirespeed.adapters import l2probe
+
+    if not l2probe.can_probe():
+        raise UsageError("the cabling probe needs root (raw L2 frames)", hint="run discover with sudo, or --no-probe")
+    result = l2probe.probe(node, [i for i in ifaces.split(",") if i], token, duration)
+    ctx.output(True).data(result.to_json())
+
+
+@agent.command("sample")
+@click.option("--node", required=True, help="The name the controller knows this node by.")
+@click.option("--ifaces", required=True, help="Comma-separated interfaces to read.")
+@click.option("--interval", type=float, default=0.5, show_default=True, help="Seconds between samples.")
+@click.option("--count", type=int, default=0, help="Stop after this many samples (0: until stdin closes).")
+def agent_sample(node: str, ifaces: str, interval: float, count: int) -> None:
+    """Stream this node's NIC counters and per-core CPU as JSON lines until stdin closes (used by `watch`)."""
+    from wirespeed.engine.sampling import stream_samples
+
+    if interval <= 0:
+        raise UsageError(f"--interval {interval}: must be above 0", hint="for example --interval 0.5")
+    stream_samples(node, [i for i in ifaces.split(",") if i], interval, count)
+
+
+@agent.command("snapshot")
+@click.option("--node", required=True)
+@pass_ctx
+def agent_snapshot(ctx: Ctx, node: str) -> None:
+    """Record this node's snapshot and print it as base64 tar.gz in JSON (used by `wirespeed snapshot`)."""
+    import base64
+    import datetime
+    import io
+    import tarfile
+    import tempfile
+
+    from wirespeed.adapters.source import LiveSource, RecordingSource
+    from wirespeed.engine.collect import collect
+
+    with tempfile.TemporaryDirectory(prefix="wirespeed-agent-") as work:
+        root = Path(work) / node
+        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        facts = collect(RecordingSource(LiveSource(), root, node, stamp, __version__), node)
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+            archive.add(root, arcname=node)
+    ctx.output(True).data(
+        {"node": node, "facts": facts.to_json(), "tar_gz_b64": base64.b64encode(buffer.getvalue()).decode()}
+    )
+
+
+@agent.command("apply")
+@click.option("--token", required=True)
+@click.option("--ops", "ops_json", required=True, help="JSON list of operations.")
+@click.option("--rollback-after", type=float, default=20.0, show_default=True)
+@pass_ctx
+def agent_apply(ctx: Ctx, token: str, ops_json: str, rollback_after: float) -> None:
+    """Apply operations here; network ones are rolled back by a timer unless `agent confirm` comes in time."""
+    import json
+
+    from wirespeed.core.fixplan import operation_from_json
+    from wirespeed.engine import apply
+
+    try:
+        ops = [operation_from_json(item) for item in json.loads(ops_json)]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"--ops: not a list of operations ({exc})") from None
+    done = apply.apply_all(ops)
+    timer = None
+    if rollback_after > 0 and any(op.network for op in ops):
+        restore = apply.undo_ops(done)
+        if restore:
+            timer = apply.start_rollback_timer(token, rollback_after, restore)
+    ctx.output(True).data({"applied": done, "timer": timer})
+
+
+@agent.command("confirm")
+@click.option("--token", required=True)
+def agent_confirm(token: str) -> None:
+    """Tell a pending rollback timer that the controller still reaches this node."""
+    from wirespeed.engine import apply
+
+    try:
+        apply.confirm(token)
+    except apply.TooLate:
+        raise WirespeedError("too late: the rollback timer already restored the previous values") from None
+
+
+@agent.command("rollback-timer", hidden=True)
+@click.option("--token", required=True)
+@click.option("--after", type=float, required=True)
+@click.option("--restore", "restore_json", required=True)
+def agent_rollback_timer(token: str, after: float, restore_json: str) -> None:
+    """Restore the previous values after --after seconds unless confirmed (started by `agent apply`)."""
+    import json
+
+    from wirespeed.core.fixplan import operation_from_json
+    from wirespeed.engine import apply
+
+    apply.rollback_timer(token, after, [operation_from_json(item) for item in json.loads(restore_json)])

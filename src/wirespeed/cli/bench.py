@@ -1,0 +1,170 @@
+"""`wirespeed bench`: the bandwidth ladder, and `bench matrix` over every pair of nodes. Thin: the options checked,
+the engine run, and the run's own records rendered (what is printed is what the run directory holds)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+
+from wirespeed.cli.common import Ctx, cluster_options, json_option, pass_ctx, resolve_remote
+from wirespeed.cli.output import Output
+from wirespeed.core.errors import ExitStatus, UsageError
+from wirespeed.core.matrix import MatrixCell
+from wirespeed.core.results import RungStatus
+from wirespeed.core.run import Run, RunStatus, takeaway
+from wirespeed.engine import rungs
+from wirespeed.ui import render
+
+MATRIX = "matrix"
+
+
+def _options(
+    seconds: int, interval: float, streams: int, bidir: bool, collectives: str, min_size: str, max_size: str,
+    iters: int, env: tuple[str, ...], nccl_timeout: int,
+) -> rungs.BenchOptions:  # fmt: skip
+    """The shared options of every rung, each one checked with a one-line error and an example."""
+    from wirespeed.core.units import parse_size_bytes
+
+    chosen = [c.strip() for c in collectives.split(",") if c.strip()]
+    if not chosen or any(not re.fullmatch(r"[a-z_]+", c) for c in chosen):
+        raise UsageError(f"--collectives {collectives!r}: not collective names", hint="e.g. sendrecv,all_reduce")
+    low, high = parse_size_bytes(min_size), parse_size_bytes(max_size)
+    if low > high:
+        raise UsageError(f"--min-size {min_size} is above --max-size {max_size}",
+                         hint="e.g. --min-size 1M --max-size 1G")  # fmt: skip
+    env_pairs: list[tuple[str, str | None]] = []
+    for item in env:
+        name, sep, value = item.partition("=")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise UsageError(f"--env {item!r}: not NAME=VALUE or NAME", hint="e.g. --env NCCL_IB_DISABLE=1")
+        env_pairs.append((name, value if sep else None))
+    return rungs.BenchOptions(
+        seconds=seconds, interval_s=interval, bidir=bidir, streams=streams, env=tuple(env_pairs),
+        collectives=tuple(chosen), min_bytes=low, max_bytes=high, iterations=iters, nccl_timeout_s=float(nccl_timeout),
+    )  # fmt: skip
+
+
+def exit_status(run: Run) -> ExitStatus:
+    """130 when interrupted; 1 when a rung or a matrix cell failed or the matrix flagged a cell or a half; 3 when
+    nothing was measured (every rung skipped); else 0."""
+    if run.status is RunStatus.INTERRUPTED:
+        return ExitStatus.INTERRUPTED
+    statuses = [r.status for r in run.rungs] + [m.status for m in run.matrices]
+    flagged = any(o.kind in ("cell", "half") for m in run.matrices for o in m.outliers)
+    if RungStatus.FAILED in statuses or flagged or run.status is RunStatus.FAILED or run.problems:
+        return ExitStatus.FINDING
+    if not statuses or all(s is RungStatus.SKIPPED for s in statuses):
+        return ExitStatus.NOT_MEASURED
+    return ExitStatus.OK
+
+
+def _show(out: Output, run: Run, path: Path) -> None:
+    from wirespeed.ui.matrix import matrix_view
+
+    if run.rungs:
+        out.console.print(render.takeaway_table(takeaway(run.rungs)))
+    for r in run.rungs:
+        for line in r.ceiling.evidence[1:] if r.ceiling else ():
+            out.message(f"  {r.rung}: {line}")
+    for matrix in run.matrices:
+        out.console.print(matrix_view(matrix))
+    for problem in run.problems:
+        out.message(f"wirespeed: {path.name}: {problem}")
+    if run.status is RunStatus.INTERRUPTED:
+        missing = f"; not reached: {', '.join(run.not_reached)}" if run.not_reached else ""
+        out.message(f"wirespeed: {run.state()}{missing}; what was measured is in {path}")
+    else:
+        out.message(f"wirespeed: results in {path}")
+
+
+@click.command("bench")
+@cluster_options
+@click.argument("what", type=click.Choice([*rungs.names(), MATRIX]), default="ladder")
+@click.option("--seconds", type=click.IntRange(2, 3600), default=5, show_default=True,
+              help="Seconds each measurement runs (TCP, RDMA, each half of tcp-lat, each matrix round).")  # fmt: skip
+@click.option("--streams", type=click.IntRange(2, 128), default=16, show_default=True, help="Streams of tcp-multi.")
+@click.option("--bidir", is_flag=True, help="Both directions at once (iperf3 --bidir, perftest -b): full duplex.")
+@click.option("--interval", type=click.FloatRange(0.1, 10), default=0.5, show_default=True,
+              help="Seconds between counter samples at the wire, for every rung.")  # fmt: skip
+@click.option(
+    "--collectives", default="sendrecv,all_gather,all_reduce", show_default=True,
+    help="nccl-tests collectives of the nccl rung, comma-separated.",
+)  # fmt: skip
+@click.option("--min-size", default="1M", show_default=True, help="Smallest NCCL message (nccl-tests -b).")
+@click.option("--max-size", default="1G", show_default=True, help="Largest NCCL message (-e); capped by free memory.")
+@click.option("--iters", type=click.IntRange(1, 10000), default=20, show_default=True, help="nccl-tests -n.")
+@click.option(
+    "--env", "env", multiple=True, metavar="NAME[=VALUE]",
+    help="An environment variable for every rank (mpirun -x); wins over what wirespeed derives. Repeatable.",
+)  # fmt: skip
+@click.option("--nccl-timeout", type=click.IntRange(10, 86400), default=900, show_default=True, help="Seconds.")
+@click.option(
+    "--runs", "runs_dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
+    help="Where run directories are written.",
+)  # fmt: skip
+@json_option
+@pass_ctx
+def bench_cmd(
+    ctx: Ctx,
+    cluster_file: Path | None,
+    hosts: str | None,
+    user: str | None,
+    what: str,
+    seconds: int,
+    streams: int,
+    bidir: bool,
+    interval: float,
+    collectives: str,
+    min_size: str,
+    max_size: str,
+    iters: int,
+    env: tuple[str, ...],
+    nccl_timeout: int,
+    runs_dir: Path,
+    json_mode: bool,
+) -> ExitStatus:
+    """Climb the bandwidth ladder: TCP (one stream, many streams, every half at once, latency per half), RDMA, and
+    NCCL through nccl-tests and mpirun, each measured at the wire while it runs, with the ceiling it hit and the
+    evidence. Results go to RUNS/<timestamp>/ as they come; a rung that cannot run says why and how to fix it.
+
+    `bench matrix` measures every pair of nodes instead: round-robin rounds of disjoint pairs at once (N-1 rounds
+    for N nodes), both directions at once on every half, TCP and (where present) RDMA; outliers are flagged.
+
+    Exit status: 0 measured; 1 a rung failed or the matrix flagged a cell or a half; 3 nothing could be measured
+    (every rung skipped); 130 interrupted (what was measured is kept, and the run says so)."""
+    from wirespeed.adapters.signals import signals_interrupt
+    from wirespeed.engine import bench, discover
+    from wirespeed.engine.runs import load_run
+
+    out = ctx.output(json_mode)
+    options = _options(seconds, interval, streams, bidir, collectives, min_size, max_size, iters, env, nccl_timeout)
+    remote = resolve_remote(out, cluster_file, hosts, user)
+    found = discover.discover_live(remote, probe=what != "nccl")
+    for reason in found.errors.values():
+        out.message(f"wirespeed: {reason}")
+    run_dir = bench.start(remote, found, what, options, runs_dir, ctx.argv)
+    out.message(f"wirespeed: run {run_dir.name} in {run_dir.path}")
+
+    def said(text: str) -> None:
+        out.message(f"wirespeed: {text}")
+
+    def on_round(layer: str, number: int, total: int, cells: list[MatrixCell]) -> None:
+        shown = ", ".join(f"{c.source}->{c.target} {c.tool_gbps:.2f}" if c.tool_gbps is not None
+                          else f"{c.source}->{c.target} failed" for c in cells)  # fmt: skip
+        said(f"matrix {layer} round {number}/{total}: {shown}")
+
+    with signals_interrupt():
+        bench.bench(remote, found, what, options, run_dir, say=said, on_round=on_round)
+    run = load_run(run_dir.path)  # what is shown is what the run directory holds
+    if json_mode:
+        out.data({
+            "run": str(run_dir.path), "name": run.name, "status": run.status.value, "state": run.state(),
+            "not_reached": list(run.not_reached), "rungs": [r.to_json() for r in run.rungs],
+            "takeaway": [row.to_json() for row in takeaway(run.rungs)],
+            "matrices": [m.to_json() for m in run.matrices], "problems": list(run.problems),
+        })  # fmt: skip
+    else:
+        _show(out, run, run_dir.path)
+    return exit_status(run)

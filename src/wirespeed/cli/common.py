@@ -1,0 +1,81 @@
+"""What every command module shares: the per-invocation Ctx, the common options, the nodes a command acts on.
+
+Command modules import from here (and from output), never from wirespeed.cli.main: main imports them all, so
+anything they took from it would be an import cycle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from wirespeed.adapters.slurm import SrunTransport
+from wirespeed.cli.output import Environment, Output
+from wirespeed.core.slurm import Launcher
+from wirespeed.engine.clusters import resolve_cluster
+from wirespeed.engine.remote import Remote
+
+CONTEXT: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 120}
+
+
+class Ctx:
+    """Per-invocation state handed to every command."""
+
+    def __init__(self, env: Environment, debug: bool, argv: tuple[str, ...] = ()) -> None:
+        self.env = env
+        self.debug = debug
+        self.argv = argv  # the command line after `wirespeed`, for the records that say how they were made
+
+    def output(self, json_mode: bool) -> Output:
+        return Output(self.env, json_mode)
+
+
+pass_ctx = click.make_pass_decorator(Ctx)
+
+
+def json_option(func: Any) -> Any:
+    return click.option("--json", "json_mode", is_flag=True, help="Machine output on stdout; messages on stderr.")(func)
+
+
+LAUNCHER_META = "wirespeed.launcher"
+
+
+def _remember_launcher(ctx: click.Context, _: click.Parameter, value: str) -> None:
+    ctx.meta[LAUNCHER_META] = Launcher(value)
+
+
+def cluster_options(func: Any) -> Any:
+    func = click.option(
+        "--launcher",
+        type=click.Choice([item.value for item in Launcher]),
+        default=Launcher.AUTO.value,
+        show_default=True,
+        envvar="WIRESPEED_LAUNCHER",
+        expose_value=False,
+        callback=_remember_launcher,
+        help="How processes start on the nodes: srun inside a Slurm allocation that holds them (auto), or ssh.",
+    )(func)
+    func = click.option("--user", "-l", help="User for --hosts entries without user@.")(func)
+    func = click.option("--hosts", help="Comma-separated hosts (user@host:port allowed) instead of a cluster file.")(
+        func
+    )
+    func = click.option(
+        "--cluster",
+        "cluster_file",
+        type=click.Path(path_type=Path),
+        help="Cluster file (TOML) naming the nodes.",
+    )(func)
+    return func
+
+
+def resolve_remote(out: Output, cluster_file: Path | None, hosts: str | None, user: str | None) -> Remote:
+    """The nodes a command acts on; an implicit choice (testbed, localhost) is said on stderr."""
+    launcher = click.get_current_context().meta.get(LAUNCHER_META, Launcher.AUTO)
+    resolved = resolve_cluster(cluster_file, hosts, user, launcher)
+    if resolved.note:
+        out.message(f"wirespeed: {resolved.note}")
+    if resolved.slurm is not None:
+        transport = SrunTransport(resolved.slurm.job_id, resolved.slurm.slurm_names)
+        return Remote(resolved.cluster, transport_factory=lambda node: transport)
+    return Remote(resolved.cluster)

@@ -1,0 +1,178 @@
+"""`wirespeed testbed ...`: the emulated cluster, to try and test every command without the hardware."""
+
+from __future__ import annotations
+
+import click
+
+from wirespeed.cli.common import CONTEXT, Ctx, json_option, pass_ctx
+from wirespeed.core.errors import ExitStatus, UsageError
+from wirespeed.core.units import parse_rate_bps
+from wirespeed.ui import render
+
+
+@click.group("testbed", context_settings=CONTEXT)
+def testbed() -> None:
+    """The emulated cluster: DGX Spark nodes in network namespaces, with sshd, shaped links and faults."""
+
+
+prefix_option = click.option(
+    "--prefix", default="spark-", show_default=True, help="Name prefix: nodes are PREFIX1..PREFIXN."
+)
+
+
+@testbed.command("up")
+@prefix_option
+@click.option("--nodes", "-n", type=int, default=None, help="Number of nodes (direct: 2, ring: 3, switch: 2-16).")
+@click.option("--topology", type=click.Choice(["direct", "ring", "switch"]), default="direct", show_default=True)
+@click.option("--cables", type=click.IntRange(1, 2), default=1, show_default=True, help="Cabled ports per node.")
+@click.option("--half-rate", default="1gbit", show_default=True, help="tc rate of each PCIe half (tc units).")
+@click.option("--mtu", type=int, default=9000, show_default=True, help="MTU of the fabric interfaces.")
+@click.option("--switch-mtu", type=int, default=None, help="MTU of the switch ports (default: --mtu).")
+@click.option("--miswire", is_flag=True, help="Cross-cable: swap node 2's ports (a fault for discovery to find).")
+@click.option("--slurm", is_flag=True, help="Also run Slurm: slurmctld here, a slurmd inside every node.")
+@click.option("--mdns", is_flag=True, help="Every node announces ssh over mDNS (avahi), as a Spark does.")
+@json_option
+@pass_ctx
+def testbed_up(
+    ctx: Ctx,
+    prefix: str,
+    nodes: int | None,
+    topology: str,
+    cables: int,
+    half_rate: str,
+    mtu: int,
+    switch_mtu: int | None,
+    miswire: bool,
+    slurm: bool,
+    mdns: bool,
+    json_mode: bool,
+) -> ExitStatus:
+    """Create the emulated cluster (or recover a half-built one) and write its cluster file."""
+    from wirespeed.testbed import build
+    from wirespeed.testbed.slurm import require_slurm, start_slurm
+
+    out = ctx.output(json_mode)
+    count = nodes if nodes is not None else {"direct": 2, "ring": 3, "switch": 4}[topology]
+    if slurm:
+        require_slurm()  # before anything is built
+    state = build.up(
+        prefix=prefix,
+        nodes=count,
+        topology=topology,
+        cables=cables,
+        half_rate_bps=parse_rate_bps(half_rate),
+        mtu=mtu,
+        switch_mtu=switch_mtu,
+        miswire=miswire,
+        mdns=mdns,
+        progress=lambda text: out.message(f"testbed: {text}"),
+    )
+    if slurm:
+        conf = start_slurm(state)
+        out.message(f"testbed: Slurm is up: SLURM_CONF={conf} salloc -N {count} wirespeed bench ...")
+    status = build.status(prefix)
+    if json_mode:
+        out.data(status)
+    else:
+        out.console.print(render.testbed_status(status))
+    return ExitStatus.OK if state.phase == "up" else ExitStatus.FINDING
+
+
+@testbed.command("down")
+@prefix_option
+@json_option
+@pass_ctx
+def testbed_down(ctx: Ctx, prefix: str, json_mode: bool) -> None:
+    """Remove everything the testbed made (namespaces, links, processes, files). Safe to repeat."""
+    from wirespeed.testbed import build
+
+    out = ctx.output(json_mode)
+    report = build.down(prefix)
+    if json_mode:
+        out.data(report.to_json())
+    elif report.namespaces or report.files:
+        out.message(f"testbed: removed {len(report.namespaces)} namespace(s), stopped {len(report.killed)} process(es)")
+    else:
+        out.message(f"testbed: nothing to remove for {prefix!r}")
+
+
+@testbed.command("status")
+@prefix_option
+@json_option
+@pass_ctx
+def testbed_status(ctx: Ctx, prefix: str, json_mode: bool) -> ExitStatus:
+    """Show the testbed: nodes, interfaces, cabling, shaping, faults and health."""
+    from wirespeed.testbed import build
+
+    out = ctx.output(json_mode)
+    status = build.status(prefix)
+    if json_mode:
+        out.data(status)
+    else:
+        out.console.print(render.testbed_status(status))
+    return ExitStatus.OK if status["phase"] == "up" else ExitStatus.FINDING
+
+
+@testbed.command("fault")
+@prefix_option
+@click.argument("node")
+@click.argument("iface")
+@click.option("--mtu", type=int, help="Set this MTU on the half (or switch port).")
+@click.option("--down", "down_", is_flag=True, help="Take the half down.")
+@click.option("--unaddress", is_flag=True, help="Remove its IPv4 address.")
+@click.option("--ipv6", type=click.Choice(["on", "off"]), help="Turn IPv6 on or off on it.")
+@click.option("--rate", help="Degrade it to this tc rate (e.g. 300mbit).")
+@click.option("--revert", is_flag=True, help="Undo every fault on it: back to the planned state.")
+@json_option
+@pass_ctx
+def testbed_fault(
+    ctx: Ctx,
+    prefix: str,
+    node: str,
+    iface: str,
+    mtu: int | None,
+    down_: bool,
+    unaddress: bool,
+    ipv6: str | None,
+    rate: str | None,
+    revert: bool,
+    json_mode: bool,
+) -> None:
+    """Inject a fault on NODE's half IFACE (NODE may be `switch` with a switch port), or --revert it."""
+    from wirespeed.testbed import build
+
+    out = ctx.output(json_mode)
+    if revert:
+        if any((mtu is not None, down_, unaddress, ipv6, rate)):
+            raise UsageError("--revert takes no other fault option")
+        result = build.revert(prefix, node, iface)
+    else:
+        change = build.Fault(
+            mtu=mtu,
+            down=down_,
+            unaddress=unaddress,
+            ipv6=None if ipv6 is None else ipv6 == "on",
+            rate_bps=parse_rate_bps(rate) if rate else None,
+        )
+        result = build.fault(prefix, node, iface, change)
+    if json_mode:
+        out.data(result)
+    else:
+        out.message(f"testbed: {result['target']}: {result.get('fault', result.get('reverted'))}")
+
+
+@testbed.command("exec", context_settings={**CONTEXT, "ignore_unknown_options": True})
+@prefix_option
+@click.argument("node")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@pass_ctx
+def testbed_exec(ctx: Ctx, prefix: str, node: str, command: tuple[str, ...]) -> int:
+    """Run COMMAND inside NODE directly (no ssh), with its terminal: for poking at the testbed."""
+    import subprocess
+
+    from wirespeed.testbed import build
+
+    state = build.require_state(prefix)
+    state.plan.node(node)
+    completed = subprocess.run(build.node_argv(state, node, list(command)), check=False)
+    return completed.returncode  # the command's own status

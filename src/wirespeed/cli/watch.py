@@ -1,0 +1,104 @@
+"""`wirespeed watch`: the live dashboard at the wire."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from wirespeed.cli.common import CONTEXT, Ctx, cluster_options, json_option, pass_ctx, resolve_remote
+from wirespeed.core.errors import ExitStatus, UsageError
+
+
+@click.command("watch", context_settings={**CONTEXT, "ignore_unknown_options": True})
+@cluster_options
+@click.option("--interval", type=float, default=0.5, show_default=True, help="Seconds between samples.")
+@click.option("--duration", "duration_s", type=float, default=None, help="Stop after this many seconds.")
+@click.option("--once", is_flag=True, help="One interval on every node, then stop (with --json: for scripts).")
+@click.option("--record", type=click.Path(path_type=Path), default=None, help="Append every sample as JSON lines.")
+@click.option("--run", "run_flag", is_flag=True, help="Run the command after `--` alongside; stop when it ends.")
+@json_option
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@pass_ctx
+def watch_cmd(
+    ctx: Ctx,
+    cluster_file: Path | None,
+    hosts: str | None,
+    user: str | None,
+    interval: float,
+    duration_s: float | None,
+    once: bool,
+    record: Path | None,
+    run_flag: bool,
+    json_mode: bool,
+    command: tuple[str, ...],
+) -> ExitStatus:
+    """Live TX/RX per node and cable at the wire (NIC PHY counters: RDMA included), per-core CPU, error counters.
+    Ctrl-C stops; the peaks are printed at the end."""
+    import contextlib
+
+    from rich.live import Live
+
+    from wirespeed.core.meter import layout_from_facts
+    from wirespeed.engine import discover
+    from wirespeed.engine.watch import open_record, watch
+    from wirespeed.ui.watch import dashboard, peak_lines
+
+    out = ctx.output(json_mode)
+    if interval <= 0 or interval > 60:
+        raise UsageError(f"--interval {interval}: must be above 0 and at most 60 seconds", hint="e.g. --interval 0.5")
+    if command and not run_flag:
+        raise UsageError(f"unexpected argument {command[0]!r}", hint="to run a command alongside: --run -- CMD ...")
+    if run_flag and not command:
+        raise UsageError("--run needs a command after `--`", hint="wirespeed watch --run -- all_reduce_perf -b 1G")
+    remote = resolve_remote(out, cluster_file, hosts, user)
+    found = discover.discover_live(remote, probe=False)
+    for reason in found.errors.values():
+        out.message(f"wirespeed: {reason}")
+    layouts = [layout_from_facts(found.facts[node]) for node in sorted(found.facts)]
+    header = f"wirespeed watch  {len(layouts)} node(s)  every {interval:g} s  Gb/s per direction  Ctrl-C stops"
+    with contextlib.ExitStack() as stack:
+        sink = stack.enter_context(open_record(record)) if record else None
+        if json_mode or (not out.console.is_terminal and not run_flag and (once or duration_s)):
+            result = watch(
+                remote, layouts, lambda *_: None, interval=interval, duration_s=duration_s,
+                intervals=1 if once else None, record=sink, run_argv=command or None,
+            )  # fmt: skip
+        else:
+            live = stack.enter_context(
+                Live(console=out.console, auto_refresh=False, transient=False, redirect_stdout=False)
+            )
+
+            def show(views: Any, waiting: list[str], tail: list[str]) -> None:
+                live.update(dashboard(views, waiting, header, out.console.width, tail), refresh=True)
+
+            result = watch(
+                remote, layouts, show, interval=interval, duration_s=duration_s,
+                intervals=1 if once else None, record=sink, run_argv=command or None,
+            )  # fmt: skip
+            show(result.views, [], result.run_tail)  # the final frame, with the command's last output
+        if not json_mode:
+            out.console.print()
+    for node, reason in sorted(result.ended.items()):
+        out.message(f"wirespeed: {node}: {reason}")
+    if json_mode:
+        out.data(
+            {
+                "interval_s": interval,
+                "intervals": result.intervals,
+                "samples": result.samples,
+                "nodes": {node: view.to_json() for node, view in sorted(result.views.items())},
+                "ended": result.ended,
+                "run_returncode": result.run_returncode,
+                "run_tail": result.run_tail,
+                "record": str(record) if record else None,
+            }
+        )
+    else:
+        for line in peak_lines(result.views):
+            out.console.print(line, markup=False, highlight=False)
+    if result.run_returncode:
+        out.message(f"wirespeed: {command[0]} exited with status {result.run_returncode}")
+    failed = (bool(result.ended) and not result.interrupted) or (result.run_returncode or 0) != 0
+    return ExitStatus.FINDING if failed else ExitStatus.OK

@@ -1,0 +1,247 @@
+"""One run of `wirespeed bench`: its record (`run.json`: who ran what, on which cluster, when, and how it ended),
+the rungs and matrices it measured, what was imported beside it, and the files that could not be read. Pure.
+
+pyperf's discipline: the run directory is the truth, and `runs`, `compare`, `report` and the takeaway are views
+of this one object. A run's status is written when it starts (`running`) and again when it ends (`complete`,
+`interrupted` by a signal, or `failed` with its reason); a run whose status still says `running` while its
+process is gone was killed without a word (SIGKILL, a power cut), and says so.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from wirespeed.core.decode import Fields
+from wirespeed.core.matrix import MatrixResult
+from wirespeed.core.results import SCHEMA_VERSION, RungResult, RungStatus, check_version, choice
+
+RUN_FILE = "run.json"
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    COMPLETE = "complete"  # every planned rung ended (ran, skipped or failed)
+    INTERRUPTED = "interrupted"  # a signal (Ctrl-C, SIGTERM, SIGHUP) stopped it; what it measured is kept
+    FAILED = "failed"  # an error stopped it; `reason` says which
+    UNKNOWN = "unknown"  # written by wirespeed 0.1, which recorded no status
+
+
+@dataclass(frozen=True)
+class NodeRef:
+    name: str
+    host: str
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """`run.json`: written when the run starts, rewritten when it ends."""
+
+    wirespeed_version: str
+    command: tuple[str, ...]  # the argv after `wirespeed`
+    what: str  # ladder, tcp, matrix, ...
+    options: Mapping[str, Any]  # the bench options, as numbers and text
+    cluster: str
+    nodes: tuple[NodeRef, ...]
+    started_utc: str  # ISO 8601, Z
+    status: RunStatus = RunStatus.RUNNING
+    ended_utc: str | None = None
+    reason: str | None = None  # why interrupted or failed, one line
+    planned: tuple[str, ...] = ()  # the rungs the run set out to measure, in order
+    host: str = ""  # the controller that ran it, and its process: a `running` run whose process is gone was killed
+    pid: int | None = None
+    schema_version: int = SCHEMA_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": "run",
+            "schema_version": SCHEMA_VERSION,
+            "wirespeed_version": self.wirespeed_version,
+            "command": list(self.command),
+            "what": self.what,
+            "options": dict(self.options),
+            "cluster": {"name": self.cluster, "nodes": [{"name": n.name, "host": n.host} for n in self.nodes]},
+            "started_utc": self.started_utc,
+            "ended_utc": self.ended_utc,
+            "status": self.status.value,
+            "reason": self.reason,
+            "planned": list(self.planned),
+            "host": self.host,
+            "pid": self.pid,
+        }
+
+    @staticmethod
+    def from_json(data: Any, where: str) -> RunRecord:
+        f = Fields(data, where)
+        version = check_version(f)
+        cluster = f.obj("cluster")
+        options = f.opt_obj("options")
+        return RunRecord(
+            wirespeed_version=f.text("wirespeed_version"),
+            command=f.texts("command"),
+            what=f.text("what"),
+            options=dict(options.data) if options is not None else {},
+            cluster=cluster.text("name"),
+            nodes=tuple(NodeRef(n.text("name"), n.text("host")) for n in cluster.objects("nodes")),
+            started_utc=f.text("started_utc"),
+            status=choice(f, "status", RunStatus),
+            ended_utc=f.opt_text("ended_utc"),
+            reason=f.opt_text("reason"),
+            planned=f.texts("planned"),
+            host=f.opt_text("host") or "",
+            pid=f.opt_whole("pid"),
+            schema_version=version,
+        )
+
+
+@dataclass(frozen=True)
+class ImportedFile:
+    """A tool output someone saved and `wirespeed import --into` put beside the run: evidence, never a rung."""
+
+    name: str  # under the run's imported/
+    data: Mapping[str, Any]  # the import object (docs/import-format.md)
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run directory read back: every record in it that could be read, and one line per file that could not."""
+
+    name: str  # the directory's name: its UTC start time
+    record: RunRecord | None  # None: written by wirespeed 0.1 (no run.json), or run.json unreadable
+    rungs: tuple[RungResult, ...] = ()
+    matrices: tuple[MatrixResult, ...] = ()
+    imported: tuple[ImportedFile, ...] = ()
+    problems: tuple[str, ...] = ()
+    nodes: tuple[str, ...] = ()
+    process_gone: bool = False  # the record says running, but no such process runs on this host
+
+    @property
+    def status(self) -> RunStatus:
+        return self.record.status if self.record is not None else RunStatus.UNKNOWN
+
+    @property
+    def finished(self) -> bool:
+        return self.status is RunStatus.COMPLETE
+
+    def state(self) -> str:
+        """How the run ended, in words a person reads at once."""
+        record = self.record
+        if record is None:
+            return "unknown (no run.json: written by wirespeed 0.1, or unreadable)"
+        if record.status is RunStatus.RUNNING:
+            if self.process_gone:
+                return f"cut short: its process ({record.host} pid {record.pid}) ended without a word (killed?)"
+            return f"running ({record.host} pid {record.pid})"
+        if record.status in (RunStatus.INTERRUPTED, RunStatus.FAILED) and record.reason:
+            return f"{record.status.value}: {record.reason}"
+        return record.status.value
+
+    @property
+    def not_reached(self) -> tuple[str, ...]:
+        """Rungs the run planned and never wrote: what an interrupted run did not measure."""
+        written = {r.rung for r in self.rungs} | {f"matrix-{m.layer}" for m in self.matrices}
+        return tuple(name for name in (self.record.planned if self.record else ()) if name not in written)
+
+    def rung(self, name: str) -> RungResult | None:
+        return next((r for r in self.rungs if r.rung == name), None)
+
+
+# ------------------------------------------------------------------------------------------------ the takeaway
+
+
+@dataclass(frozen=True)
+class TakeawayRow:
+    """One line of the seeds' summary table, as numbers: the UI formats them."""
+
+    rung: str
+    status: RungStatus
+    forward_gbps: float | None  # per direction (busbw x 8 for a collective)
+    full_duplex_gbps: float | None  # only where both directions ran at once
+    busbw_GBps: float | None
+    p50_us: float | None
+    p99_us: float | None
+    busiest_core_percent: Mapping[str, float]  # node -> the busiest core's busy %
+    ceiling: str | None
+    why: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rung": self.rung, "status": self.status.value, "forward_gbps": self.forward_gbps,
+            "full_duplex_gbps": self.full_duplex_gbps, "busbw_GBps": self.busbw_GBps, "p50_us": self.p50_us,
+            "p99_us": self.p99_us, "busiest_core_percent": dict(self.busiest_core_percent), "ceiling": self.ceiling,
+            "why": self.why,
+        }  # fmt: skip
+
+
+def takeaway(rungs: Sequence[RungResult]) -> list[TakeawayRow]:
+    """What was measured, per direction, full duplex, latency, CPU, and the ceiling with its first evidence."""
+    rows: list[TakeawayRow] = []
+    for r in rungs:
+        peak = r.collective.peak if r.collective else None
+        rows.append(
+            TakeawayRow(
+                rung=r.rung,
+                status=r.status,
+                forward_gbps=r.forward_gbps,
+                full_duplex_gbps=r.duplex_gbps,
+                busbw_GBps=None if peak is None else peak.busbw_GBps,
+                p50_us=r.p50_us,
+                p99_us=r.p99_us,
+                busiest_core_percent={n: b for n, (_, b) in sorted(r.wire.busiest_core.items())},
+                ceiling=r.ceiling.name if r.ceiling else None,
+                why=(r.ceiling.evidence[0] if r.ceiling and r.ceiling.evidence else r.reason) or "",
+            )
+        )
+    return rows
+
+
+def headline(run: Run, check_counts: Mapping[str, int] | None = None) -> str:
+    """One sentence for the top of a report or a line of `runs`: the highest figure measured and what limits it,
+    the lowest latency, the matrices' medians and outliers, what did not run, how the run ended, the checks."""
+    parts: list[str] = []
+    ran = [r for r in run.rungs if r.status is RungStatus.RAN and r.forward_gbps is not None]
+    if ran:
+        best = max(ran, key=lambda r: r.forward_gbps or 0.0)
+        limit = f", ceiling: {best.ceiling.name}" if best.ceiling else ""
+        parts.append(f"highest: {best.forward_gbps:.2f} Gb/s per direction on {best.rung}{limit}")
+    for r in run.rungs:
+        if r.status is RungStatus.RAN and r.p50_us is not None:
+            tail = f", p99 {r.p99_us:.1f} us" if r.p99_us is not None else ""
+            parts.append(f"{r.rung}: p50 {r.p50_us:.1f} us{tail}")
+    for m in run.matrices:
+        parts.append(matrix_headline(m))
+    if not parts:
+        parts.append("no rung measured a figure")
+    counts: dict[str, int] = {}
+    for rung in run.rungs:
+        counts[rung.status.value] = counts.get(rung.status.value, 0) + 1
+    if counts:
+        parts.append(", ".join(f"{n} {status}" for status, n in counts.items()))
+    if not run.finished:
+        parts.append(f"run {run.state()}")
+    if check_counts:
+        shown = ", ".join(f"{n} {s}" for s, n in check_counts.items() if n)
+        parts.append(f"checks: {shown or 'none ran'}")
+    return "; ".join(parts)
+
+
+def matrix_headline(m: MatrixResult) -> str:
+    name = f"matrix-{m.layer}"
+    measured = [c.tool_gbps for c in m.cells if c.tool_gbps is not None]
+    if m.status is RungStatus.SKIPPED or not measured:
+        return f"{name} {m.status.value}"
+    median = statistics.median(measured)
+    flagged = [o for o in m.outliers if o.kind in ("cell", "half")]
+    outliers = f", {len(flagged)} outlier(s)" if flagged else ", no outlier"
+    return f"{name}: median pair {median:.2f} Gb/s per direction over {len(measured)} cells{outliers}"
+
+
+def imported_names(runs: Sequence[Run]) -> list[str]:
+    """The imported files every given run has: the only ones `compare` may set side by side."""
+    if not runs:
+        return []
+    common = set.intersection(*({i.name for i in run.imported} for run in runs))
+    return sorted(common)

@@ -1,0 +1,78 @@
+"""The one writer of a run directory: `run.json` first (status `running`), every rung and matrix record the moment
+it is known, each tool's raw output beside it, and `run.json` again when the run ends, however it ends.
+
+Layout: `run.json`, `discovery.json`, `checks.json`, `<rung>.json`, `<rung>/...` (raw outputs), `<rung>.samples.jsonl`
+(every counter sample while it ran), `matrix-<layer>.json`. Whole files are replaced atomically (write, then
+rename), so a reader never sees half a record; the samples are appended line by line.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import IO
+
+from wirespeed.core.matrix import MatrixResult
+from wirespeed.core.results import RungResult
+from wirespeed.core.run import RUN_FILE, RunRecord, RunStatus
+
+
+def utc_now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class RunDirectory:
+    """Where a run's results go, each written the moment it is known (an interrupted run keeps them)."""
+
+    def __init__(self, root: Path) -> None:
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        self.path = root / stamp
+        suffix = 1
+        while self.path.exists():
+            suffix += 1
+            self.path = root / f"{stamp}-{suffix}"
+        self.path.mkdir(parents=True)
+        self.record: RunRecord | None = None
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def write_json(self, name: str, data: object) -> Path:
+        target = self.path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(target.suffix + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        tmp.replace(target)
+        return target
+
+    def write_text(self, name: str, text: str) -> None:
+        target = self.path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+    def open_text(self, name: str) -> IO[str]:
+        """A file to append to as lines come (raw tool output, samples): what is written stays if the run dies."""
+        target = self.path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return target.open("a", encoding="utf-8")
+
+    def start(self, record: RunRecord) -> None:
+        self.record = record
+        self.write_json(RUN_FILE, record.to_json())
+
+    def rung(self, result: RungResult) -> None:
+        self.write_json(f"{result.rung}.json", result.to_json())
+
+    def matrix(self, result: MatrixResult) -> None:
+        self.write_json(f"matrix-{result.layer}.json", result.to_json())
+
+    def finish(self, status: RunStatus, reason: str | None = None) -> None:
+        """The run's last word: how it ended. Safe to call once the record is started; later calls win."""
+        if self.record is None:
+            return
+        self.record = replace(self.record, status=status, reason=reason, ended_utc=utc_now())
+        self.write_json(RUN_FILE, self.record.to_json())

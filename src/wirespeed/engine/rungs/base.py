@@ -1,0 +1,161 @@
+"""The rung contract (flent's one runner per tool, one module per rung kind): a rung plans from discovery, runs its
+tool on the nodes while the wire is recorded, and diagnoses its ceiling; `run_rung` does the rest the same way for
+every rung: the tools checked on the planned nodes before anything starts, the wire recorder, the timing, a failed
+flow made a failed rung, an interrupted rung written with what it measured, and the record written to the run.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from wirespeed.core.discovery import Discovery
+from wirespeed.core.meter import layout_from_facts
+from wirespeed.core.nccl import DEFAULT_COLLECTIVES, NotRunnable
+from wirespeed.core.results import Ceiling, CollectiveSummary, FlowResult, Latency, RungResult, RungStatus
+from wirespeed.engine.remote import Remote
+from wirespeed.engine.rundir import RunDirectory
+from wirespeed.engine.wire import WireRecorder
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """What every rung reads: the same seconds, sampling interval, directions, environment and sizes for all."""
+
+    seconds: int = 5  # each bandwidth measurement (TCP, RDMA, a latency rung's run on each half)
+    interval_s: float = 0.5  # between counter samples at the wire, for every rung
+    bidir: bool = False  # both directions at once
+    streams: int = 16  # tcp-multi
+    env: tuple[tuple[str, str | None], ...] = ()  # for every NCCL rank (NAME=VALUE, or NAME: the launcher's value)
+    collectives: tuple[str, ...] = DEFAULT_COLLECTIVES
+    min_bytes: int = 1 << 20  # NCCL message sizes
+    max_bytes: int = 1 << 30
+    iterations: int = 20  # nccl-tests -n
+    nccl_timeout_s: float = 900.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seconds": self.seconds, "interval_s": self.interval_s, "bidir": self.bidir, "streams": self.streams,
+            "env": [[k, v] for k, v in self.env], "collectives": list(self.collectives), "min_bytes": self.min_bytes,
+            "max_bytes": self.max_bytes, "iterations": self.iterations, "nccl_timeout_s": self.nccl_timeout_s,
+        }  # fmt: skip
+
+
+@dataclass
+class RungContext:
+    """Everything a rung may use, the same for every rung of a run."""
+
+    remote: Remote
+    discovery: Discovery
+    options: BenchOptions
+    run_dir: RunDirectory
+    defaults: tuple[str, ...] = ()  # the checks' evidence of settings left at their defaults (MTU, TCP buffers)
+
+
+@dataclass
+class Measured:
+    """What a rung has measured so far. A rung adds to it as results come in (from its clients' threads too), so
+    that a rung cut short is written with everything that had finished."""
+
+    flows: list[FlowResult] = field(default_factory=list)
+    latency: list[Latency] = field(default_factory=list)
+    collective: CollectiveSummary | None = None
+    notes: list[str] = field(default_factory=list)
+    failure: str | None = None  # the rung did not finish cleanly: one line
+
+
+class Planned(Protocol):
+    """A rung's plan: at least the nodes whose wire is recorded while it runs."""
+
+    @property
+    def nodes(self) -> Sequence[str]: ...
+
+
+class Tool(Protocol):
+    """What a rung needs to know of a tool module (`wirespeed.core.tools.*`) before it starts."""
+
+    NAME: str
+    INSTALL_HINT: str
+
+
+class Rung(ABC):
+    name: str
+    layer: str  # "tcp", "rdma" or "nccl": what `bench tcp` and its kin select
+    tools: tuple[Tool, ...] = ()  # checked on every planned node first: a missing one skips the rung with its fix
+    settle_s: float = 1.0  # the first seconds of each node's samples, left out of the wire figures (start-up)
+
+    @abstractmethod
+    def plan(self, ctx: RungContext) -> Planned | NotRunnable:
+        """What to run where, or exactly why the rung cannot run here and what would fix it."""
+
+    @abstractmethod
+    def run(self, ctx: RungContext, plan: Any, measured: Measured) -> None:
+        """Run the tool on the nodes, adding results to `measured` as they come."""
+
+    def diagnose(self, ctx: RungContext, plan: Any, result: RungResult) -> Ceiling | None:
+        """The ceiling this rung hit, from its figures and the wire's; None where a rung has no ceiling."""
+        return None
+
+
+def missing_tool(ctx: RungContext, rung: Rung, nodes: Sequence[str]) -> NotRunnable | None:
+    for node in nodes:
+        facts = ctx.discovery.facts.get(node)
+        for tool in rung.tools:
+            found = next((t for t in facts.tools if t.name == tool.NAME), None) if facts else None
+            if found is None or not isinstance(found.version, str):
+                why = getattr(found.version, "reason", "not found") if found is not None else "not looked for"
+                return NotRunnable(f"{node}: {tool.NAME} not found ({why})", tool.INSTALL_HINT)
+    return None
+
+
+def run_rung(rung: Rung, ctx: RungContext) -> RungResult:
+    """Plan, run while the wire is recorded, judge, and write the record, however the rung ends. A signal
+    (KeyboardInterrupt) writes the rung as interrupted with what it measured, then goes on up."""
+    plan = rung.plan(ctx)
+    if not isinstance(plan, NotRunnable):
+        plan = missing_tool(ctx, rung, plan.nodes) or plan
+    if isinstance(plan, NotRunnable):
+        skipped = RungResult(rung.name, RungStatus.SKIPPED, plan.reason, plan.fix)
+        ctx.run_dir.rung(skipped)
+        return skipped
+    layouts = [layout_from_facts(ctx.discovery.facts[n]) for n in plan.nodes]
+    measured = Measured()
+    started = time.monotonic()
+    samples = ctx.run_dir.open_text(f"{rung.name}.samples.jsonl")
+    with WireRecorder(ctx.remote, layouts, ctx.options.interval_s, samples) as recorder:
+        try:
+            rung.run(ctx, plan, measured)
+        except KeyboardInterrupt as exc:
+            cut = _assemble(rung, measured, recorder, started, since=0.0)  # cut short: every sample counts
+            why = getattr(exc, "reason", None) or "interrupted (Ctrl-C)"
+            ctx.run_dir.rung(replace(cut, status=RungStatus.INTERRUPTED, reason=why))
+            raise
+    result = _assemble(rung, measured, recorder, started, since=rung.settle_s)
+    if result.status is RungStatus.RAN:
+        result = replace(result, ceiling=rung.diagnose(ctx, plan, result))
+    ctx.run_dir.rung(result)
+    return result
+
+
+def _assemble(rung: Rung, measured: Measured, recorder: WireRecorder, started: float, since: float) -> RungResult:
+    """The record of what was measured; a failed flow (or the rung's own failure) fails the rung, and what
+    finished stays in it."""
+    flows = tuple(measured.flows)
+    failed = sorted({f.error or "no result" for f in flows if f.tool_gbps is None})
+    reason = measured.failure or ("; ".join(failed) if failed else None)
+    if reason is None and not flows and measured.collective is None and not measured.latency:
+        reason = "no figure measured"
+    return RungResult(
+        rung=rung.name,
+        status=RungStatus.FAILED if reason else RungStatus.RAN,
+        reason=reason,
+        flows=flows,
+        wire=recorder.figures(since=since),
+        duration_s=time.monotonic() - started,
+        collective=measured.collective,
+        latency=tuple(measured.latency),
+        notes=tuple(measured.notes),
+    )

@@ -1,0 +1,139 @@
+"""The NCCL rungs, one per collective: nccl-tests through mpirun from the first node, NCCL's environment derived
+from discovery, the raw output written line by line as it comes, and nccl-tests' own JSON fetched back (its
+environment dump filtered) as the figure of record. Files: `nccl-<collective>/command.txt`, `hostfile`,
+`nccl-tests.out`, `nccl-tests.json`."""
+
+from __future__ import annotations
+
+import shlex
+import threading
+
+from wirespeed.adapters.slurm import SrunTransport
+from wirespeed.core.inventory import Node
+from wirespeed.core.ladder import diagnose_collective
+from wirespeed.core.nccl import (
+    NcclOptions,
+    NcclPlan,
+    NodeMemory,
+    NotRunnable,
+    for_slurm,
+    hostfile,
+    mpirun_argv,
+    parse_gpu_free,
+    parse_meminfo_available,
+    plan_nccl,
+    read_run,
+    stored_json,
+)
+from wirespeed.core.results import Ceiling, RungResult
+from wirespeed.core.tools import nccl_tests
+from wirespeed.engine.remote import Remote
+from wirespeed.engine.rungs.base import BenchOptions, Measured, Rung, RungContext
+
+
+def nccl_options(options: BenchOptions) -> NcclOptions:
+    return NcclOptions(options.collectives, options.min_bytes, options.max_bytes, options.iterations, env=options.env,
+                       timeout_s=options.nccl_timeout_s)  # fmt: skip
+
+
+def _memory(remote: Remote, node: Node) -> NodeMemory:
+    smi = remote.run(node, ["nvidia-smi", "--query-gpu=memory.free", "--format=csv,noheader,nounits"], timeout_s=30)
+    meminfo = remote.run(node, ["cat", "/proc/meminfo"], timeout_s=10)
+    return NodeMemory(
+        parse_gpu_free(smi.stdout) if smi.ok else (),
+        parse_meminfo_available(meminfo.stdout) if meminfo.ok else None,
+    )
+
+
+def _is_root(remote: Remote, node: Node) -> bool:
+    result = remote.run(node, ["id", "-u"], timeout_s=10)
+    return result.ok and result.stdout.strip() == "0"
+
+
+class NcclRung(Rung):
+    layer = "nccl"
+
+    def __init__(self, collective: str) -> None:
+        self.collective = collective
+        self.name = f"nccl-{collective}"
+
+    def plan(self, ctx: RungContext) -> NcclPlan | NotRunnable:
+        """One rank per GPU on every node, the message sizes capped from each node's free memory right now."""
+        options = nccl_options(ctx.options)
+        facts, cabling = ctx.discovery.facts, ctx.discovery.cabling
+        first = plan_nccl(facts, cabling, self.collective, options)
+        if isinstance(first, NotRunnable):
+            return first
+        memory = {name: _memory(ctx.remote, ctx.remote.cluster.node(name)) for name in first.nodes}
+        plan = plan_nccl(facts, cabling, self.collective, options, memory)
+        if isinstance(plan, NotRunnable):
+            return plan
+        transport = ctx.remote.transport(ctx.remote.cluster.node(plan.launcher))
+        if isinstance(transport, SrunTransport):
+            names = {name: transport.slurm_name(ctx.remote.cluster.node(name)) for name in plan.nodes}
+            plan = for_slurm(plan, names, transport.job_id)
+        return plan
+
+    def run(self, ctx: RungContext, plan: NcclPlan, measured: Measured) -> None:
+        remote, run_dir, options = ctx.remote, ctx.run_dir, nccl_options(ctx.options)
+        launcher = remote.cluster.node(plan.launcher)
+        usage = remote.run(launcher, [plan.binary, "-h"], timeout_s=60)
+        json_path = None
+        if nccl_tests.supports_json_output(usage.stdout + usage.stderr):
+            json_path = f"/tmp/wirespeed-{run_dir.name}-{self.collective}.json"
+            remote.run(launcher, ["rm", "-f", json_path], timeout_s=10)
+        argv = mpirun_argv(plan, options, json_path, as_root=_is_root(remote, launcher))
+        run_dir.write_text(f"{self.name}/command.txt", shlex.join(argv) + "\n")
+        run_dir.write_text(f"{self.name}/hostfile", hostfile(plan))
+        lines: list[str] = []
+        with run_dir.open_text(f"{self.name}/nccl-tests.out") as raw:
+            # stderr joins stdout (mpirun's own errors) so neither pipe can fill unread; argv stays a list.
+            process = remote.start(launcher, ["sh", "-c", 'exec "$@" 2>&1', "sh", *argv])
+
+            def pump() -> None:
+                for line in process.lines():
+                    lines.append(line)
+                    raw.write(line + "\n")
+                    raw.flush()
+
+            reader = threading.Thread(target=pump, daemon=True)
+            reader.start()
+            reader.join(timeout=options.timeout_s)
+            timed_out = reader.is_alive()
+            outcome = process.stop(grace_s=2.0 if timed_out else 10.0)
+            reader.join(timeout=5)
+        json_text = None
+        if json_path is not None:
+            fetched = remote.run(launcher, ["cat", json_path], timeout_s=30)
+            remote.run(launcher, ["rm", "-f", json_path], timeout_s=10)
+            if fetched.ok and fetched.stdout.strip():
+                json_text = fetched.stdout
+                try:
+                    run_dir.write_text(f"{self.name}/nccl-tests.json", stored_json(json_text))
+                except ValueError:
+                    run_dir.write_text(f"{self.name}/nccl-tests.json.unreadable", "nccl-tests JSON was not JSON\n")
+        reading = read_run(self.collective, "\n".join(lines) + "\n", json_text)
+        measured.collective = reading.summary
+        environment = " ".join(f"{k}={v}" if v is not None else k for k, v in plan.env)
+        measured.notes += [
+            n
+            for n in (
+                *plan.notes,
+                plan.capped,
+                *reading.notes,
+                f"environment: {environment}",
+                None if json_path else "this nccl-tests has no -J: figures from its text table",
+            )
+            if n
+        ]
+        if timed_out:
+            measured.failure = f"stopped after {options.timeout_s:.0f} s (--nccl-timeout)"
+        elif reading.summary is None:
+            measured.failure = reading.error or outcome.message
+        elif not outcome.ok:
+            measured.failure = f"mpirun: {outcome.message}"
+        elif reading.summary.wrong:
+            measured.failure = f"nccl-tests found {reading.summary.wrong} wrong elements"
+
+    def diagnose(self, ctx: RungContext, plan: NcclPlan, result: RungResult) -> Ceiling:
+        return diagnose_collective(result, plan.rdma_devices, plan.fabric_interfaces, plan.line_rate_gbps)

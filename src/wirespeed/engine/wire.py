@@ -1,0 +1,90 @@
+"""The wire recorder: every node sampled while a rung runs, every sample appended to the run directory as it
+arrives, and the figures the diagnosis reads (average Gb/s per half each way, the busiest core, error counters that
+grew) computed from the same views `watch` shows."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import IO
+
+from wirespeed.core.counters import is_congestion
+from wirespeed.core.meter import Meter, NodeLayout, NodeSample, NodeView, sample_line
+from wirespeed.core.results import WireFigures
+from wirespeed.engine.remote import Remote
+from wirespeed.engine.sampling import ClusterSampler
+
+
+class WireRecorder:
+    """Samples every node while a rung runs; averages per interface over the rung, the busiest core seen."""
+
+    def __init__(self, remote: Remote, layouts: Sequence[NodeLayout], interval_s: float, record: IO[str]) -> None:
+        self.sampler = ClusterSampler(remote, layouts, interval_s)
+        self.meter = Meter(layouts)
+        self.views: list[NodeView] = []
+        self.arrived: list[float] = []  # time.monotonic() when each view came in, for figures over a window
+        self.record = record
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        for item in self.sampler.samples(timeout_s=1.0):
+            if isinstance(item, NodeSample):
+                self.record.write(sample_line(item) + "\n")
+                self.record.flush()
+                view = self.meter.add(item)
+                if view is not None:
+                    self.arrived.append(time.monotonic())
+                    self.views.append(view)
+
+    def __enter__(self) -> WireRecorder:
+        self.sampler.start()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.sampler.stop()
+        self.thread.join(timeout=10)
+        self.record.close()
+
+    def figures(self, since: float = 0.0, between: tuple[float, float] | None = None) -> WireFigures:
+        """Averages over the views after the first `since` seconds of each node (start-up left out), or over the
+        views that came in `between` two time.monotonic() readings (one round of the matrix)."""
+        tx: dict[tuple[str, str], list[float]] = {}
+        rx: dict[tuple[str, str], list[float]] = {}
+        busiest: dict[str, tuple[int, float]] = {}
+        average: dict[str, list[float]] = {}
+        errors: dict[tuple[str, str], dict[str, int]] = {}
+        source = "phy"
+        elapsed: dict[str, float] = {}
+        for arrived, view in zip(list(self.arrived), list(self.views), strict=False):
+            if between is not None and not between[0] <= arrived <= between[1]:
+                continue
+            elapsed[view.node] = elapsed.get(view.node, 0.0) + view.seconds
+            if between is None and elapsed[view.node] <= since:
+                continue
+            for cable in view.cables:
+                for name, half in cable.halves.items():
+                    if half.source == "netdev":
+                        source = "netdev"
+                    if half.tx_gbps is not None:
+                        tx.setdefault((view.node, name), []).append(half.tx_gbps)
+                    if half.rx_gbps is not None:
+                        rx.setdefault((view.node, name), []).append(half.rx_gbps)
+                    for counter, grew in half.errors.items():
+                        if not is_congestion(counter):
+                            bucket = errors.setdefault((view.node, name), {})
+                            bucket[counter] = bucket.get(counter, 0) + grew
+            core = view.busiest_core
+            if core is not None and core[1] > busiest.get(view.node, (0, -1.0))[1]:
+                busiest[view.node] = core
+            if view.cpu_average is not None:
+                average.setdefault(view.node, []).append(view.cpu_average)
+        return WireFigures(
+            tx_gbps={k: sum(v) / len(v) for k, v in tx.items()},
+            rx_gbps={k: sum(v) / len(v) for k, v in rx.items()},
+            busiest_core=busiest,
+            cpu_average={k: sum(v) / len(v) for k, v in average.items()},
+            errors=errors,
+            source=source,
+        )
