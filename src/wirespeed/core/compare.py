@@ -59,20 +59,20 @@ class Change:
 
 
 def rung_figures(rung: RungResult) -> list[Figure]:
-    """A rung's figures with their units in the measure's name."""
+    """A rung's figures with their units in the measure's name; a rung with none (skipped) is its status alone."""
     status = rung.status.value
     found: list[Figure] = []
     if rung.collective is not None:
         found += [Figure(rung.rung, f"busbw_GBps @ {row.size_bytes} B", row.busbw_GBps, status)
                   for row in rung.collective.rows]  # fmt: skip
-    else:
+    if rung.flows:
         found.append(Figure(rung.rung, "forward_gbps", rung.forward_gbps, status))
         if rung.reverse_gbps is not None:
             found.append(Figure(rung.rung, "reverse_gbps", rung.reverse_gbps, status))
     if rung.latency:
         found.append(Figure(rung.rung, "p50_us", rung.p50_us, status, higher_is_better=False))
         found.append(Figure(rung.rung, "p99_us", rung.p99_us, status, higher_is_better=False))
-    return [f for f in found if f.value is not None or f.measure in ("forward_gbps", "p50_us")]
+    return found or [Figure(rung.rung, "status", None, status)]
 
 
 def matrix_figures(matrix: MatrixResult) -> list[Figure]:

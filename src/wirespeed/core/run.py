@@ -192,10 +192,17 @@ def takeaway(rungs: Sequence[RungResult]) -> list[TakeawayRow]:
                 p99_us=r.p99_us,
                 busiest_core_percent={n: b for n, (_, b) in sorted(r.wire.busiest_core.items())},
                 ceiling=r.ceiling.name if r.ceiling else None,
-                why=(r.ceiling.evidence[0] if r.ceiling and r.ceiling.evidence else r.reason) or "",
+                why=(r.ceiling.evidence[0] if r.ceiling and r.ceiling.evidence else r.reason) or _latency_why(r),
             )
         )
     return rows
+
+
+def _latency_why(rung: RungResult) -> str:
+    if not rung.latency:
+        return ""
+    tools = ", ".join(sorted({x.tool for x in rung.latency}))
+    return f"one way, {len(rung.latency)} half(s) ({tools}): p50 the median half, p99 the worst"
 
 
 def headline(run: Run, check_counts: Mapping[str, int] | None = None) -> str:
