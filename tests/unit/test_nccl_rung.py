@@ -91,6 +91,14 @@ def test_missing_prerequisites_say_why_and_how_to_fix(sparks: Discovery) -> None
     assert isinstance(moved, NotRunnable) and "different paths" in moved.reason
 
 
+def test_one_rank_in_all_is_not_run(sparks: Discovery) -> None:
+    """Seen on a one-GPU machine: sendrecv to itself printed 1191.67 GB/s busbw, all_reduce 0, both "NET/Socket"."""
+    one = {"spark-1": sparks.facts["spark-1"]}
+    alone = plan_nccl(one, sparks.cabling, "sendrecv", NcclOptions())
+    assert isinstance(alone, NotRunnable) and "one rank" in alone.reason and "crosses no network" in alone.reason
+    assert "two or more nodes" in alone.fix
+
+
 def test_message_size_capped_from_unified_memory_shared_by_the_ranks(sparks: Discovery) -> None:
     # GB10: nvidia-smi cannot say (unified memory), MemAvailable 100 GiB -> 12.5 GiB per 1/8 -> 8 GiB
     memory = {"spark-1": NodeMemory((None,), 100 * GIB), "spark-2": NodeMemory((None,), 40 * GIB)}

@@ -168,6 +168,13 @@ def plan_nccl(
             return NotRunnable(f"{node}: {path} was built without MPI", "rebuild nccl-tests with `make MPI=1`")
         ranks[node], paths[node] = len(gpus), path
     launcher = nodes[0]
+    if sum(ranks.values()) < 2:
+        # One rank talks to no one: nccl-tests still prints a busbw (sendrecv to itself is a GPU copy, all_reduce's
+        # is 0), and NCCL still names a network it never used. Neither is a figure of any interconnect.
+        return NotRunnable(
+            f"one rank in all ({launcher}: {ranks[launcher]} GPU): a collective of one rank crosses no network",
+            "run across two or more nodes (or on a node with two GPUs)",
+        )
     if len(set(paths.values())) > 1:
         shown = ", ".join(f"{n} {p}" for n, p in sorted(paths.items()))
         return NotRunnable(f"{binary} is at different paths ({shown})", "install nccl-tests at one path on every node")
