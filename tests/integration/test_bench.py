@@ -34,7 +34,8 @@ def bench(remote: Remote, runs: Path, *argv: str) -> tuple[int, dict[str, object
 
 
 def iperf3_left() -> list[str]:
-    found = subprocess.run(["pgrep", "-af", "iperf3|agent sample"], capture_output=True, text=True, check=False)
+    found = subprocess.run(["pgrep", "-af", "iperf3|sockperf|agent sample"], capture_output=True, text=True,
+                           check=False)  # fmt: skip
     return [line for line in found.stdout.splitlines() if "pgrep" not in line]
 
 
@@ -234,3 +235,44 @@ def test_sigterm_ends_the_run_interrupted_and_sigkill_reads_as_cut_short(bed: Re
     [listed] = json.loads(env.stdout.getvalue())  # type: ignore[attr-defined]
     assert listed["state"].startswith("cut short"), listed
     assert _nothing_left() == []
+
+
+def test_the_ladder_measures_tcp_latency_on_every_half_in_microseconds(bed: Remote, tmp_path: Path) -> None:
+    from wirespeed.core.tools import sockperf
+
+    code, data = bench(bed, tmp_path, "ladder", "--seconds", "2")
+    assert code == 0, data
+    rungs = {r["rung"]: r for r in data["rungs"]}  # type: ignore[attr-defined]
+    assert list(rungs)[:5] == ["tcp-single", "tcp-multi", "tcp-halves", "tcp-lat", "rdma-bw"]
+    assert rungs["rdma-lat"]["status"] == "skipped" and "RDMA" in rungs["rdma-lat"]["reason"]
+    lat = rungs["tcp-lat"]
+    assert lat["status"] == "ran" and lat["ceiling"] is None, lat
+    halves = [(x["client"], x["server"]) for x in lat["latency"]]
+    assert len(halves) == 4 and len(set(map(str, halves))) == 4  # every half, each its own
+    for x in lat["latency"]:
+        # one way, microseconds: veth in one kernel is a few to tens of us; above a second would be a unit slip
+        assert 0 < x["min_us"] <= x["p50_us"] <= x["p99_us"] <= x["p999_us"] <= x["max_us"] < 1e6, x
+        assert x["tool"] == "sockperf" and x["samples"] > 1000
+    assert lat["p50_us"] > 0 and lat["p99_us"] >= lat["p50_us"]
+    # the parser on the raw output this very run captured: the record holds exactly what sockperf printed
+    run = Path(str(data["run"]))
+    outputs = sorted((run / "tcp-lat").glob("sockperf-*.out"))
+    assert len(outputs) == 8  # a client and a server per half
+    client = lat["latency"][0]
+    raw = (run / "tcp-lat" / f"sockperf-0-{client['client'][0]}-{client['client'][1]}.out").read_text()
+    parsed = sockperf.parse(raw, message_bytes=client["message_bytes"])
+    assert (parsed.p50_us, parsed.p99_us, parsed.p999_us, parsed.observations) == (
+        client["p50_us"], client["p99_us"], client["p999_us"], client["samples"],
+    )  # fmt: skip
+    [row] = [r for r in data["takeaway"] if r["rung"] == "tcp-lat"]  # type: ignore[attr-defined]
+    assert row["p50_us"] == lat["p50_us"] and row["p99_us"] == lat["p99_us"]
+    assert iperf3_left() == []
+
+    env = Environment(stdout=io.StringIO(), stderr=io.StringIO(), width=250)
+    assert main(["report", run.name, "--runs", str(tmp_path), "--format", "md", "-o", "-"], env) == 0
+    page = env.stdout.getvalue()  # type: ignore[attr-defined]
+    assert "### tcp-lat: ran" in page and "| p50 (us) |" in page and "tcp-lat: p50" in page
+    env = Environment(stdout=io.StringIO(), stderr=io.StringIO(), width=250)
+    assert main(["compare", run.name, run.name, "--runs", str(tmp_path), "--json"], env) == 0
+    measures = {(c["subject"], c["measure"]) for c in json.loads(env.stdout.getvalue())["changes"]}  # type: ignore[attr-defined]
+    assert {("tcp-lat", "p50_us"), ("tcp-lat", "p99_us")} <= measures

@@ -9,11 +9,13 @@ from wirespeed.engine.rungs.base import BenchOptions, Rung
 from wirespeed.engine.rungs.nccl import NcclRung
 from wirespeed.engine.rungs.rdma import RdmaBwRung, RdmaLatRung
 from wirespeed.engine.rungs.tcp import TcpRung
+from wirespeed.engine.rungs.tcp_lat import TcpLatRung
 
 LADDER: tuple[Rung, ...] = (
     TcpRung("tcp-single"),
     TcpRung("tcp-multi"),
     TcpRung("tcp-halves"),
+    TcpLatRung(),
     RdmaBwRung(),
     RdmaLatRung(),
 )
