@@ -16,7 +16,6 @@ from wirespeed.core.nccl import (
     NcclOptions,
     NcclPlan,
     NodeMemory,
-    NotRunnable,
     json_rows,
     mpirun_argv,
     parse_gpu_free,
@@ -26,7 +25,15 @@ from wirespeed.core.nccl import (
     size_cap,
     stored_json,
 )
-from wirespeed.core.results import CollectiveSummary, Direction, RungResult, RungStatus, SizeFigures, WireFigures
+from wirespeed.core.results import (
+    CollectiveSummary,
+    Direction,
+    NotRunnable,
+    RungResult,
+    RungStatus,
+    SizeFigures,
+    WireFigures,
+)
 from wirespeed.core.tools.nccl_tests import supports_json_output
 from wirespeed.core.units import parse_size_bytes
 from wirespeed.engine.discover import discover_snapshots

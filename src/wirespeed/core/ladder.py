@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from wirespeed.core.cabling import CablingMap
 from wirespeed.core.facts import PCIE_PAYLOAD_EFFICIENCY, NodeFacts
-from wirespeed.core.results import BITS_PER_BYTE, Ceiling, Direction, Flow, RungResult
+from wirespeed.core.results import BITS_PER_BYTE, Ceiling, Direction, Flow, NotRunnable, RungResult
 
 WIRE_FRACTION = 0.90  # at or above this share of the line rate, the wire is the ceiling
 CPU_SATURATED = 90.0  # a core this busy limits a TCP flow
@@ -69,6 +69,19 @@ def first_pair(cabling: CablingMap) -> tuple[str, str] | None:
     """The two nodes the single-pair rungs use: the first pair (by name) with a link between them."""
     pairs = sorted({tuple(sorted((a[0], b[0]))) for a, b in cabling.links if a[0] != b[0]})
     return (pairs[0][0], pairs[0][1]) if pairs else None
+
+
+def first_pair_flows(
+    facts: Mapping[str, NodeFacts], cabling: CablingMap
+) -> tuple[tuple[str, str], list[Flow]] | NotRunnable:
+    """The pair the single-pair rungs use and its addressed halves, in port order; or why there is none."""
+    pair = first_pair(cabling)
+    if pair is None:
+        return NotRunnable("no two nodes have a link between them", "run `wirespeed discover`")
+    flows = flows_between(facts, cabling, *pair)
+    if not flows:
+        return NotRunnable(f"no addressed link between {pair[0]} and {pair[1]}", "wirespeed fix")
+    return pair, flows
 
 
 def _loss(result: RungResult) -> Ceiling | None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from wirespeed.core.cabling import CablingMap
 from wirespeed.core.facts import NodeFacts, Unknown
-from wirespeed.core.results import CollectiveSummary, SizeFigures
+from wirespeed.core.results import CollectiveSummary, NotRunnable, SizeFigures
 from wirespeed.core.tools import nccl_tests
 
 DEFAULT_COLLECTIVES = ("sendrecv", "all_gather", "all_reduce")
@@ -52,12 +52,6 @@ class NodeMemory:
 
     gpu_free_bytes: tuple[int | None, ...]
     available_bytes: int | None
-
-
-@dataclass(frozen=True)
-class NotRunnable:
-    reason: str
-    fix: str
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from wirespeed.core.cabling import CablingMap
 from wirespeed.core.facts import NodeFacts, RdmaDevice, RdmaPort, Unknown
 from wirespeed.core.ladder import flows_between
-from wirespeed.core.nccl import NotRunnable
-from wirespeed.core.results import Flow
+from wirespeed.core.results import Flow, NotRunnable
 from wirespeed.core.tools import perftest
 
 GID_FIX = "wirespeed check --only gid.rocev2"

@@ -44,6 +44,14 @@ def check_version(data: Fields) -> int:
 
 
 @dataclass(frozen=True)
+class NotRunnable:
+    """Why a rung cannot run here, and what would make it runnable: it becomes a skipped rung, never a figure."""
+
+    reason: str
+    fix: str
+
+
+@dataclass(frozen=True)
 class Flow:
     """One sender/receiver pair on one half: client on `source`, server on `target` at `target_address`."""
 

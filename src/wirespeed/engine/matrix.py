@@ -22,9 +22,8 @@ from wirespeed.core.matrix import (
     round_robin,
 )
 from wirespeed.core.meter import layout_from_facts
-from wirespeed.core.nccl import NotRunnable
 from wirespeed.core.rdma import RdmaOptions, RdmaPair, plan_rdma
-from wirespeed.core.results import FlowResult, RungStatus
+from wirespeed.core.results import FlowResult, NotRunnable, RungStatus
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory
 from wirespeed.engine.rungs.base import BenchOptions

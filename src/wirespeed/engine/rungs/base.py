@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 from wirespeed.core.discovery import Discovery
 from wirespeed.core.meter import layout_from_facts
-from wirespeed.core.nccl import DEFAULT_COLLECTIVES, NotRunnable
-from wirespeed.core.results import Ceiling, CollectiveSummary, FlowResult, Latency, RungResult, RungStatus
+from wirespeed.core.nccl import DEFAULT_COLLECTIVES
+from wirespeed.core.results import Ceiling, CollectiveSummary, FlowResult, Latency, NotRunnable, RungResult, RungStatus
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory
 from wirespeed.engine.wire import WireRecorder

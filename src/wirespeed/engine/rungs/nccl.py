@@ -15,7 +15,6 @@ from wirespeed.core.nccl import (
     NcclOptions,
     NcclPlan,
     NodeMemory,
-    NotRunnable,
     for_slurm,
     hostfile,
     mpirun_argv,
@@ -25,7 +24,7 @@ from wirespeed.core.nccl import (
     read_run,
     stored_json,
 )
-from wirespeed.core.results import Ceiling, RungResult
+from wirespeed.core.results import Ceiling, NotRunnable, RungResult
 from wirespeed.core.tools import nccl_tests
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rungs.base import BenchOptions, Measured, Rung, RungContext

@@ -10,9 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from wirespeed.core.ladder import diagnose, first_pair
-from wirespeed.core.nccl import NotRunnable
 from wirespeed.core.rdma import RdmaOptions, RdmaPair, client_argv, plan_rdma, server_argv
-from wirespeed.core.results import Ceiling, FlowResult, RungResult
+from wirespeed.core.results import Ceiling, FlowResult, NotRunnable, RungResult
 from wirespeed.core.tools import perftest
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory
@@ -79,7 +78,7 @@ class RdmaPlan:
 
 def _plan(ctx: RungContext, first_only: bool) -> RdmaPlan | NotRunnable:
     pair = first_pair(ctx.discovery.cabling)
-    if pair is None:
+    if pair is None:  # plan_rdma says why a pair with links has no RDMA between them
         return NotRunnable("no two nodes have a link between them", "run `wirespeed discover`")
     options = rdma_options(ctx.options)
     planned = plan_rdma(ctx.discovery.facts, ctx.discovery.cabling, pair[0], pair[1], options)

@@ -8,9 +8,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from wirespeed.core.ladder import diagnose, first_pair, flows_between
-from wirespeed.core.nccl import NotRunnable
-from wirespeed.core.results import Ceiling, Flow, FlowResult, RungResult
+from wirespeed.core.ladder import diagnose, first_pair_flows
+from wirespeed.core.results import Ceiling, Flow, FlowResult, NotRunnable, RungResult
 from wirespeed.core.tools import iperf3
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory
@@ -85,12 +84,10 @@ class TcpRung(Rung):
         self.name = name
 
     def plan(self, ctx: RungContext) -> TcpPlan | NotRunnable:
-        pair = first_pair(ctx.discovery.cabling)
-        if pair is None:
-            return NotRunnable("no two nodes have a link between them", "run `wirespeed discover`")
-        flows = flows_between(ctx.discovery.facts, ctx.discovery.cabling, *pair)
-        if not flows:
-            return NotRunnable(f"no addressed link between {pair[0]} and {pair[1]}", "wirespeed fix")
+        found = first_pair_flows(ctx.discovery.facts, ctx.discovery.cabling)
+        if isinstance(found, NotRunnable):
+            return found
+        pair, flows = found
         every = self.name == "tcp-halves"
         return TcpPlan(
             nodes=pair,

@@ -8,9 +8,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from wirespeed.core.ladder import first_pair, flows_between
-from wirespeed.core.nccl import NotRunnable
-from wirespeed.core.results import Flow, Latency
+from wirespeed.core.ladder import first_pair_flows
+from wirespeed.core.results import Flow, Latency, NotRunnable
 from wirespeed.core.tools import sockperf
 from wirespeed.engine.rungs.base import Measured, Rung, RungContext
 from wirespeed.engine.serving import PairCommand, run_pairs
@@ -29,13 +28,8 @@ class TcpLatRung(Rung):
     settle_s = 0.0
 
     def plan(self, ctx: RungContext) -> TcpLatPlan | NotRunnable:
-        pair = first_pair(ctx.discovery.cabling)
-        if pair is None:
-            return NotRunnable("no two nodes have a link between them", "run `wirespeed discover`")
-        flows = flows_between(ctx.discovery.facts, ctx.discovery.cabling, *pair)
-        if not flows:
-            return NotRunnable(f"no addressed link between {pair[0]} and {pair[1]}", "wirespeed fix")
-        return TcpLatPlan(pair, tuple(flows))
+        found = first_pair_flows(ctx.discovery.facts, ctx.discovery.cabling)
+        return found if isinstance(found, NotRunnable) else TcpLatPlan(found[0], tuple(found[1]))
 
     def run(self, ctx: RungContext, plan: TcpLatPlan, measured: Measured) -> None:
         size = sockperf.DEFAULT_MESSAGE_BYTES
