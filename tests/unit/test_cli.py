@@ -185,14 +185,17 @@ def test_exec_cluster_and_hosts_together() -> None:
     assert assert_one_line_error(run) == "wirespeed: error: give --cluster or --hosts, not both"
 
 
-def test_exec_defaults_to_localhost_and_says_so() -> None:
+def test_exec_without_a_cluster_named_stops_with_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No implicit localhost (nor testbed): the nodes are named on purpose (tests/unit/test_clusters.py)."""
+    for name in ("WIRESPEED_CLUSTER", "SLURM_JOB_ID", "SLURM_JOBID", "SLURM_JOB_NODELIST", "SLURM_NODELIST"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     run = cli("exec", "--json", "--", "echo", "hi")
-    assert run.status == 0
-    data = json.loads(run.stdout)
-    assert data["cluster"] == "local"
-    assert data["results"][0]["stdout"] == "hi\n"
-    assert "using localhost" in run.stderr
-    assert len(run.stderr.splitlines()) == 1
+    assert run.status == 2 and run.stdout == ""
+    line = assert_one_line_error(run)
+    assert line == "wirespeed: error: no cluster: run `wirespeed init` on a node, or pass --cluster/--hosts"
+    local = cli("exec", "--hosts", "localhost", "--json", "--", "echo", "hi")
+    assert local.status == 0 and json.loads(local.stdout)["results"][0]["stdout"] == "hi\n"
 
 
 def test_exec_without_a_command_is_a_usage_error() -> None:
@@ -217,8 +220,17 @@ def test_debug_shows_the_exception() -> None:
 def test_agent_check_ok(local_agent_cluster: Path) -> None:
     run = cli("agent", "check", "--cluster", str(local_agent_cluster), "--json")
     assert run.status == 0
+    agent = f"{sys.executable} -m wirespeed"
     assert json.loads(run.stdout) == [
-        {"node": "here", "ok": True, "version": __version__, "message": f"here: wirespeed {__version__}"}
+        {
+            "node": "here",
+            "ok": True,
+            "version": __version__,
+            "agent": "configured",
+            "file": None,
+            "python": None,
+            "message": f"here: wirespeed {__version__} (configured: {agent})",
+        }
     ]
 
 
@@ -227,8 +239,9 @@ def test_agent_check_missing(tmp_path: Path) -> None:
     path.write_text('[[nodes]]\nname = "here"\nhost = "localhost"\nagent = ["no-such-wirespeed-binary"]\n')
     run = cli("agent", "check", "--cluster", str(path))
     assert run.status == 1
-    assert run.stdout.startswith("FAIL  here: wirespeed is not installed")
-    assert f"pip install wirespeed=={__version__}" in run.stdout
+    assert run.stdout.startswith("FAIL  here: its agent no-such-wirespeed-binary is not there (")
+    assert "pip install" not in run.stdout
+    assert "remove it so that wirespeed ships itself there" in run.stdout
 
 
 # --------------------------------------------------------------------------------------------------- testbed

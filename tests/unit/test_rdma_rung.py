@@ -440,6 +440,9 @@ class FakeRemote:
     clients: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def agent_argv(self, node: Node) -> list[str]:
+        return ["wirespeed"]
+
     def start(self, node: Node, argv: Sequence[str]) -> FakeProcess | FakeSampler:
         if "agent" in argv and "sample" in argv:
             sampler = FakeSampler(node, tuple(argv))

@@ -272,18 +272,19 @@ def test_check_agents(tmp_path: Path) -> None:
     assert good.node == "good"
     assert good.ok
     assert good.version == __version__
-    assert good.message == f"good: wirespeed {__version__}"
+    assert good.message == f"good: wirespeed {__version__} (configured: {sys.executable} -m wirespeed)"
+    assert good.agent == "configured"
 
     assert not missing.ok
     assert missing.version is None
-    assert missing.message.startswith("missing: wirespeed is not installed (")
-    assert f"pip install wirespeed=={__version__}" in missing.message
+    assert missing.message.startswith("missing: its agent no-such-wirespeed-binary is not there (")
+    assert "pip install" not in missing.message
     assert "agent = [...]" in missing.message
 
     assert not old.ok
     assert old.version == "0.0.1"
     assert old.message.startswith(f"old: wirespeed 0.0.1 there, {__version__} here (")
-    assert f"pip install wirespeed=={__version__}" in old.message
+    assert f"install {__version__} where agent = [...] points" in old.message
 
     assert not mute.ok
     assert mute.version is None

@@ -24,12 +24,27 @@ def agent() -> None:
 def agent_check(
     ctx: Ctx, cluster_file: Path | None, hosts: str | None, user: str | None, json_mode: bool
 ) -> ExitStatus:
-    """Check that every node has wirespeed at this version (later commands run `wirespeed agent ...` there)."""
+    """Check that every node runs wirespeed at this version, shipping this controller's own where it is missing
+    (a zipapp in the node's ~/.cache/wirespeed, run by its python3 3.11+), unless the cluster file sets
+    agent = [...] for the node."""
     out = ctx.output(json_mode)
     remote = resolve_remote(out, cluster_file, hosts, user)
-    checks = check_agents(remote)
+    checks = check_agents(remote, say=lambda line: out.message(f"wirespeed: {line}"))
     if json_mode:
-        out.data([{"node": c.node, "ok": c.ok, "version": c.version, "message": c.message} for c in checks])
+        out.data(
+            [
+                {
+                    "node": c.node,
+                    "ok": c.ok,
+                    "version": c.version,
+                    "agent": c.agent,
+                    "file": c.file,
+                    "python": c.python,
+                    "message": c.message,
+                }
+                for c in checks
+            ]
+        )
     else:
         for check in checks:
             out.console.print(("ok    " if check.ok else "FAIL  ") + check.message, markup=False)

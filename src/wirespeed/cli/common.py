@@ -70,12 +70,17 @@ def cluster_options(func: Any) -> Any:
 
 
 def resolve_remote(out: Output, cluster_file: Path | None, hosts: str | None, user: str | None) -> Remote:
-    """The nodes a command acts on; an implicit choice (testbed, localhost) is said on stderr."""
+    """The nodes a command acts on (`resolve_cluster`); a choice not made on the command line ($WIRESPEED_CLUSTER,
+    Slurm, init's cluster file) is said on stderr, and with none of them the command stops with one line."""
     launcher = click.get_current_context().meta.get(LAUNCHER_META, Launcher.AUTO)
+
+    def say(text: str) -> None:
+        out.message(f"wirespeed: {text}")
+
     resolved = resolve_cluster(cluster_file, hosts, user, launcher)
     if resolved.note:
-        out.message(f"wirespeed: {resolved.note}")
+        say(resolved.note)
     if resolved.slurm is not None:
         transport = SrunTransport(resolved.slurm.job_id, resolved.slurm.slurm_names)
-        return Remote(resolved.cluster, transport_factory=lambda node: transport)
-    return Remote(resolved.cluster)
+        return Remote(resolved.cluster, transport_factory=lambda node: transport, say=say)
+    return Remote(resolved.cluster, say=say)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
+from typing import Any
+
 import click
 
 from wirespeed.cli.common import CONTEXT, Ctx, json_option, pass_ctx
+from wirespeed.cli.output import Output
 from wirespeed.core.errors import ExitStatus, UsageError
 from wirespeed.core.units import parse_rate_bps
 from wirespeed.ui import render
@@ -18,6 +22,16 @@ def testbed() -> None:
 prefix_option = click.option(
     "--prefix", default="spark-", show_default=True, help="Name prefix: nodes are PREFIX1..PREFIXN."
 )
+
+
+def say_how_to_name_it(out: Output, status: dict[str, Any]) -> None:
+    """Commands act on a cluster only when it is named: say how, in lines to paste (stderr)."""
+    cluster_file = status.get("cluster_file")
+    if not cluster_file or status.get("phase") == "down":
+        return
+    path = shlex.quote(str(cluster_file))
+    out.message(f"testbed: name it with --cluster {path}, or for every command of this shell:")
+    out.message(f"export WIRESPEED_CLUSTER={path}")
 
 
 @testbed.command("up")
@@ -75,6 +89,7 @@ def testbed_up(
         out.data(status)
     else:
         out.console.print(render.testbed_status(status))
+    say_how_to_name_it(out, status)
     return ExitStatus.OK if state.phase == "up" else ExitStatus.FINDING
 
 
@@ -110,6 +125,7 @@ def testbed_status(ctx: Ctx, prefix: str, json_mode: bool) -> ExitStatus:
         out.data(status)
     else:
         out.console.print(render.testbed_status(status))
+    say_how_to_name_it(out, status)
     return ExitStatus.OK if status["phase"] == "up" else ExitStatus.FINDING
 
 
@@ -176,3 +192,29 @@ def testbed_exec(ctx: Ctx, prefix: str, node: str, command: tuple[str, ...]) -> 
     state.plan.node(node)
     completed = subprocess.run(build.node_argv(state, node, list(command)), check=False)
     return completed.returncode  # the command's own status
+
+
+@testbed.command("shell", context_settings={**CONTEXT, "ignore_unknown_options": True})
+@prefix_option
+@click.argument("node")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@pass_ctx
+def testbed_shell(ctx: Ctx, prefix: str, node: str, command: tuple[str, ...]) -> int:
+    """Log in to NODE as its user would, over ssh through its own sshd: a login shell with the node's home, PATH
+    and environment; or run COMMAND in that login shell (after --). The testbed's key goes along in an ssh agent,
+    so ssh from NODE to the other nodes gets in. Exit status: the command's (255: ssh could not log in)."""
+    import subprocess
+    import sys
+
+    from wirespeed.core.errors import TestbedError
+    from wirespeed.testbed import build
+    from wirespeed.testbed.login import shell_argv
+
+    state = build.require_state(prefix)
+    state.plan.node(node)
+    argv = shell_argv(state, node, list(command), tty=sys.stdin.isatty())
+    try:
+        completed = subprocess.run(argv, check=False)
+    except OSError as exc:
+        raise TestbedError(f"cannot start {argv[0]}: {exc.strerror}", hint="install openssh-client") from None
+    return completed.returncode  # the command's own status, as ssh reports it

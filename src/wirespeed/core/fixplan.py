@@ -2,9 +2,11 @@
 
 The plan comes from the checks' own fixes: every file a failing check proposes (a sysctl.d drop-in, a netplan
 drop-in such as NVIDIA's 40-cx7.yaml) is written, and what the file says is also applied now (each sysctl
-line; the addresses of the address plan; the fabric MTU; a half left down). The management interface is never
-touched. The node's agent applies each operation and reports the value it replaced, so that `fix --revert`
-puts back exactly what was there, files included (a file that did not exist is removed again).
+line; the addresses of the address plan; the fabric MTU; a half left down). On a node that is a network namespace
+of its own (a container, an emulated node), a host-wide sysctl is not set but noted: the kernel refuses it there.
+The management interface is never touched. The node's agent applies each operation and reports the value it
+replaced, so that `fix --revert` puts back exactly what was there, files included (a file that did not exist is
+removed again).
 """
 
 from __future__ import annotations
@@ -19,7 +21,15 @@ from wirespeed.core.checks.links import HALVES
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus
 from wirespeed.core.checks.mtu import MTU_NETPLAN
 from wirespeed.core.checks.plan import NETPLAN_PATH, address_plan
-from wirespeed.core.checks.sysctl import ARP, ARP_FILE, TCP, TCP_FILE
+from wirespeed.core.checks.sysctl import (
+    ARP,
+    ARP_FILE,
+    HOST_WIDE_REASON,
+    HOST_WIDE_SYSCTLS,
+    TCP,
+    TCP_FILE,
+    in_network_namespace,
+)
 from wirespeed.core.facts import NodeFacts, Unknown
 
 RECOMMENDED_MTU = 9000
@@ -129,12 +139,27 @@ def _file_ops(facts: NodeFacts, results: Sequence[CheckResult]) -> tuple[list[Op
                 if facts.config_files.get(path) != content:
                     ops.append(Operation("file", path, content, found.id))
                 if path.startswith(SYSCTL_DIR):
-                    ops += [
-                        Operation("sysctl", key, value, found.id)
-                        for key, value in sysctl_lines(content)
-                        if facts.sysctls.get(key) != value
-                    ]
+                    live, skipped = _sysctl_ops(facts, content, found.id)
+                    ops += live
+                    if skipped:
+                        notes.append(f"sysctl {', '.join(skipped)} skipped: {HOST_WIDE_REASON}")
     return ops, notes
+
+
+def _sysctl_ops(facts: NodeFacts, content: str, reason: str) -> tuple[list[Operation], list[str]]:
+    """Each line of a sysctl.d file that differs from the node's value, set now; on a node that is a network
+    namespace of its own, the host-wide keys are left out (the kernel refuses them there) and returned."""
+    namespaced = in_network_namespace(facts)
+    ops: list[Operation] = []
+    skipped: list[str] = []
+    for key, value in sysctl_lines(content):
+        if facts.sysctls.get(key) == value:
+            continue
+        if namespaced and key in HOST_WIDE_SYSCTLS:
+            skipped.append(key)
+        else:
+            ops.append(Operation("sysctl", key, value, reason))
+    return ops, skipped
 
 
 def _why(value: bool | Unknown | None) -> str:

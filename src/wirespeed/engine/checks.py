@@ -23,7 +23,7 @@ from wirespeed.core.errors import UsageError
 from wirespeed.core.facts import NodeFacts, Unknown
 from wirespeed.core.inventory import Node
 from wirespeed.core.meter import layout_from_facts, sample_from_json
-from wirespeed.engine.remote import Remote, agent_argv
+from wirespeed.engine.remote import Remote
 
 CHECK_MODULES = ("wirespeed.core.checks.mesh", "wirespeed.core.checks.all")
 
@@ -139,7 +139,7 @@ def measure_counter_growth(
 
     def argv(node: Node) -> list[str]:
         ifaces = ",".join(layouts[node.name].interfaces) or "lo"
-        return [*agent_argv(node), "agent", "sample", "--node", node.name, "--ifaces", ifaces]
+        return [*remote.agent_argv(node), "agent", "sample", "--node", node.name, "--ifaces", ifaces]
 
     results = remote.run_all(
         lambda n: [*argv(n), "--count", "2", "--interval", str(seconds)],

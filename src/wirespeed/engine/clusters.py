@@ -1,5 +1,8 @@
-"""Which nodes a command acts on (--cluster FILE, --hosts LIST, a Slurm allocation, an up testbed, or this machine)
-and how commands reach them (ssh, or srun inside the allocation)."""
+"""Which nodes a command acts on, named on purpose (--cluster FILE, --hosts LIST, $WIRESPEED_CLUSTER, a Slurm
+allocation, or the file `wirespeed init` wrote), and how commands reach them (ssh, or srun inside the allocation).
+
+Nothing is picked behind the user's back: not an emulated cluster that happens to be up (it may be someone else's),
+not this machine. With none of the above, a command stops with one line that says how to name the nodes."""
 
 from __future__ import annotations
 
@@ -10,25 +13,36 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wirespeed.core.errors import InventoryError, UsageError
-from wirespeed.core.inventory import Cluster, local_cluster, parse_cluster_toml, parse_host_list
+from wirespeed.core.inventory import Cluster, parse_cluster_toml, parse_host_list
 from wirespeed.core.routeros import SwitchConfig, parse_switch_table
 from wirespeed.core.slurm import Launcher, SlurmChoice, allocation_from_env, choose_launch
+
+CLUSTER_ENV = "WIRESPEED_CLUSTER"
+NO_CLUSTER = "no cluster: run `wirespeed init` on a node, or pass --cluster/--hosts"
 
 
 @dataclass(frozen=True)
 class ResolvedCluster:
     cluster: Cluster
-    note: str | None  # said on stderr when the choice was implicit
+    note: str | None  # said on stderr when the choice was not on the command line
     slurm: SlurmChoice | None = None  # set when srun starts the processes
 
 
-def default_cluster_path(env: Mapping[str, str] | None = None) -> Path:
-    """Where `wirespeed init` writes the cluster file, and where commands look when none is named."""
+def init_cluster_path(env: Mapping[str, str] | None = None) -> Path:
+    """Where `wirespeed init` writes the cluster file when $WIRESPEED_CLUSTER does not say otherwise:
+    `$XDG_CONFIG_HOME/wirespeed/cluster.toml`, else `~/.config/wirespeed/cluster.toml`."""
     environment = os.environ if env is None else env
-    if environment.get("WIRESPEED_CLUSTER"):
-        return Path(environment["WIRESPEED_CLUSTER"])
-    base = Path(environment.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    home = Path(environment["HOME"]) if environment.get("HOME") else Path.home()
+    base = Path(environment.get("XDG_CONFIG_HOME") or home / ".config")
     return base / "wirespeed" / "cluster.toml"
+
+
+def default_cluster_path(env: Mapping[str, str] | None = None) -> Path:
+    """Where `wirespeed init` writes the cluster file: $WIRESPEED_CLUSTER, else `init_cluster_path`."""
+    environment = os.environ if env is None else env
+    if environment.get(CLUSTER_ENV):
+        return Path(environment[CLUSTER_ENV])
+    return init_cluster_path(environment)
 
 
 def load_cluster_file(path: Path) -> Cluster:
@@ -41,6 +55,15 @@ def load_cluster_file(path: Path) -> Cluster:
     return parse_cluster_toml(text, str(path))
 
 
+def _from_env_var(path: Path) -> Cluster:
+    if not path.is_file():
+        raise InventoryError(
+            f"${CLUSTER_ENV}={path}: no such cluster file",
+            hint=f"unset {CLUSTER_ENV}, or point it at the file `wirespeed init` wrote",
+        )
+    return load_cluster_file(path)
+
+
 def resolve_cluster(
     cluster_file: Path | None,
     hosts: str | None,
@@ -48,33 +71,31 @@ def resolve_cluster(
     launcher: Launcher = Launcher.AUTO,
     env: Mapping[str, str] | None = None,
 ) -> ResolvedCluster:
-    """Explicit beats implicit; with nothing given, a Slurm allocation this runs in gives the nodes, else the
-    cluster file `wirespeed init` wrote, else an up testbed (said on stderr), else localhost. Inside an allocation
-    that holds every node, srun starts the processes (`--launcher ssh` keeps ssh)."""
+    """The nodes, from the first of: --cluster, --hosts, $WIRESPEED_CLUSTER, the Slurm allocation this runs in,
+    the cluster file `wirespeed init` wrote (`init_cluster_path`); else a UsageError (`NO_CLUSTER`). A choice not
+    made on the command line is said (the note). Inside an allocation that holds every node, srun starts the
+    processes (`--launcher ssh` keeps ssh)."""
     if cluster_file and hosts:
         raise UsageError("give --cluster or --hosts, not both")
+    environment = os.environ if env is None else env
     named: Cluster | None = None
+    said: str | None = None
     if cluster_file:
         named = load_cluster_file(cluster_file)
     elif hosts:
         named = parse_host_list(hosts, user)
-    environment = os.environ if env is None else env
+    elif environment.get(CLUSTER_ENV):
+        path = Path(environment[CLUSTER_ENV])
+        named = _from_env_var(path)
+        said = f"using ${CLUSTER_ENV}={path}"
     choice = choose_launch(launcher, named, allocation_from_env(environment), shutil.which("srun") is not None)
     if choice.cluster is not None:
-        return ResolvedCluster(choice.cluster, choice.note, choice.slurm)
-    default = default_cluster_path(environment)
-    if default.is_file():
-        return ResolvedCluster(load_cluster_file(default), f"using {default} (written by `wirespeed init`)")
-    from wirespeed.testbed.build import find_up_testbeds
-
-    up = find_up_testbeds()
-    if len(up) == 1:
-        path = up[0].cluster_file
-        return ResolvedCluster(load_cluster_file(path), f"using the emulated cluster {up[0].plan.prefix!r} ({path})")
-    if len(up) > 1:
-        names = ", ".join(str(s.cluster_file) for s in up)
-        raise UsageError("several testbeds are up", hint=f"pick one with --cluster: {names}")
-    return ResolvedCluster(local_cluster(), "no --cluster or --hosts given and no testbed up: using localhost")
+        note = "; ".join(text for text in (said, choice.note) if text) or None
+        return ResolvedCluster(choice.cluster, note, choice.slurm)
+    written = init_cluster_path(environment)
+    if written.is_file():
+        return ResolvedCluster(load_cluster_file(written), f"using {written} (written by wirespeed init)")
+    raise UsageError(NO_CLUSTER)
 
 
 def load_switch(path: Path, cluster: Cluster) -> SwitchConfig | None:

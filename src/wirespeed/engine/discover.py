@@ -25,7 +25,7 @@ from wirespeed.core.discovery import Discovery
 from wirespeed.core.errors import WirespeedError
 from wirespeed.core.facts import NodeFacts, facts_from_json
 from wirespeed.engine.collect import collect
-from wirespeed.engine.remote import Remote, agent_argv
+from wirespeed.engine.remote import Remote, ensure_agents
 
 PROBE_METHOD = "active probe (L2 broadcast on every fabric half)"
 ADDRESS_METHOD = "address plan (no active probe: interfaces on one subnet taken as linked)"
@@ -42,7 +42,7 @@ def _parse_json(text: str, what: str) -> dict[str, Any]:
 
 
 def gather_facts(remote: Remote, timeout_s: float = 90.0) -> tuple[dict[str, NodeFacts], dict[str, str]]:
-    results = remote.run_all(lambda n: [*agent_argv(n), "agent", "facts", "--node", n.name], timeout_s=timeout_s)
+    results = remote.run_all(lambda n: [*remote.agent_argv(n), "agent", "facts", "--node", n.name], timeout_s=timeout_s)
     facts: dict[str, NodeFacts] = {}
     errors: dict[str, str] = {}
     for result in results:
@@ -64,7 +64,7 @@ def run_probe(
     nodes = [n for n in remote.cluster.nodes if n.name in facts and facts[n.name].fabric]
     results = remote.run_all(
         lambda n: [
-            *agent_argv(n),
+            *remote.agent_argv(n),
             "agent",
             "probe",
             "--node",
@@ -98,6 +98,7 @@ def run_probe(
 
 
 def discover_live(remote: Remote, *, probe: bool = True, duration_s: float = 2.0) -> Discovery:
+    ensure_agents(remote)  # every node runs this controller's wirespeed (shipped once where it is missing)
     facts, errors = gather_facts(remote)
     if probe and len(facts) > 1:
         heard, probe_errors, _ = run_probe(remote, facts, duration_s)
@@ -162,7 +163,8 @@ def take_snapshots(
 ) -> tuple[list[Path], dict[str, str]]:
     """Each node records what discovery reads into a snapshot; the probe's result is stored beside it."""
     out.mkdir(parents=True, exist_ok=True)
-    results = remote.run_all(lambda n: [*agent_argv(n), "agent", "snapshot", "--node", n.name], timeout_s=120)
+    ensure_agents(remote)
+    results = remote.run_all(lambda n: [*remote.agent_argv(n), "agent", "snapshot", "--node", n.name], timeout_s=120)
     written: list[Path] = []
     errors: dict[str, str] = {}
     facts: dict[str, NodeFacts] = {}

@@ -21,7 +21,7 @@ from wirespeed.core.errors import WirespeedError
 from wirespeed.core.fixplan import Operation, operation_from_json, plan_nodes, undo_of
 from wirespeed.engine import checks as checking
 from wirespeed.engine import discover
-from wirespeed.engine.remote import Remote, agent_argv
+from wirespeed.engine.remote import Remote
 
 
 def default_record() -> Path:
@@ -71,7 +71,7 @@ def _apply_on(remote: Remote, node_name: str, ops: list[Operation], rollback_s: 
     node = remote.cluster.node(node_name)
     token = f"{node_name}-{secrets.token_hex(6)}"
     argv = [
-        *agent_argv(node),
+        *remote.agent_argv(node),
         "agent",
         "apply",
         "--token",
@@ -95,7 +95,9 @@ def _apply_on(remote: Remote, node_name: str, ops: list[Operation], rollback_s: 
     if not data.get("timer"):
         return outcome
     answer = (
-        remote.run(node, [*agent_argv(node), "agent", "confirm", "--token", token], timeout_s=20) if confirm else None
+        remote.run(node, [*remote.agent_argv(node), "agent", "confirm", "--token", token], timeout_s=20)
+        if confirm
+        else None
     )
     outcome.confirmed = bool(answer and answer.ok)
     if not outcome.confirmed:
@@ -117,16 +119,18 @@ def apply_plan(
 
 
 def write_record(path: Path, outcomes: list[NodeOutcome]) -> None:
-    """What was replaced, per node, so that `fix --revert` restores it exactly (written as soon as known)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = {
-        "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "nodes": {
-            o.node: [e for e in o.applied if e["ok"] and e["original"] != e["op"]["value"]]
-            for o in outcomes
-            if not o.rolled_back
-        },
+    """What was replaced, per node, so that `fix --revert` restores it exactly (written as soon as known). A fix
+    that replaced nothing (a second run: nothing to change) leaves the earlier record as it is, so that
+    `--revert` still undoes the fix that did change something."""
+    nodes = {
+        o.node: [e for e in o.applied if e["ok"] and e["original"] != e["op"]["value"]]
+        for o in outcomes
+        if not o.rolled_back
     }
+    if not any(nodes.values()) and path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {"written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "nodes": nodes}
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=2) + "\n")
     tmp.replace(path)

@@ -6,10 +6,12 @@ A failure on one node (unreachable, wrong user, timeout, missing command) become
 
 from __future__ import annotations
 
+import base64
 import re
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -17,8 +19,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wirespeed import __version__
+from wirespeed.adapters.agentzip import agent_content, build_agent
 from wirespeed.adapters.process import kill_group, run_process, spawn, watchdog_argv
 from wirespeed.adapters.ssh import Transport, default_control_dir, transport_for
+from wirespeed.core.agentship import (
+    AgentInfo,
+    AgentSource,
+    ProbeReply,
+    format_version,
+    no_python_failure,
+    parse_probe,
+    probe_argv,
+    ship_argv,
+    shipped_line,
+    version_line,
+)
+from wirespeed.core.errors import WirespeedError
 from wirespeed.core.inventory import DEFAULT_AGENT, Cluster, Node
 from wirespeed.core.outcome import CommandResult, Status, classify
 
@@ -99,8 +115,10 @@ class Remote:
         transport_factory: TransportFactory | None = None,
         control_dir: Path | None = None,
         max_parallel: int = 32,
+        say: Callable[[str], None] | None = None,
     ) -> None:
         self.cluster = cluster
+        self.say = say  # where one-line notes about the nodes go (an agent shipped); stderr when None
         cm_dir = control_dir if control_dir is not None else default_control_dir()
         self._transport_factory: TransportFactory = transport_factory or (
             lambda node: transport_for(node, cluster.ssh_config, cm_dir)
@@ -108,9 +126,24 @@ class Remote:
         self.max_parallel = max_parallel
         self._lock = threading.Lock()
         self._started: list[RemoteProcess] = []
+        # What each node runs as its agent, once `ensure_agents` has asked (by node name).
+        self.agents: dict[str, AgentInfo] = {}
+        self.agents_lock = threading.Lock()
 
     def transport(self, node: Node) -> Transport:
         return self._transport_factory(node)
+
+    def agent_argv(self, node: Node) -> list[str]:
+        """How to start wirespeed on `node`: its configured agent; locally, this very interpreter; elsewhere the
+        zipapp `ensure_agents` put in the node's ~/.cache/wirespeed, run by the python3 it found there (settled on
+        first use when no discovery did it before: `fix --revert` reaches nodes without discovering)."""
+        if not ships_agent(node):
+            return fixed_agent_argv(node)
+        if node.name not in self.agents:
+            ensure_agents(self)
+        info = self.agents.get(node.name)
+        usable = info is not None and info.source in (AgentSource.SHIPPED, AgentSource.PRESENT)
+        return list(info.argv) if info is not None and usable else list(node.agent)
 
     def run(
         self,
@@ -186,49 +219,202 @@ class Remote:
             self.stop_all()
 
 
-def agent_argv(node: Node) -> list[str]:
-    """How to start wirespeed on `node`: its configured agent; locally, this very interpreter."""
-    if node.is_local and node.agent == DEFAULT_AGENT:
-        return [sys.executable, "-m", "wirespeed"]
-    return list(node.agent)
+# ------------------------------------------------------------------------------------------------------ agents
+
+
+def ships_agent(node: Node) -> bool:
+    """Whether the controller ships its own agent to `node`: a remote node with no agent = [...] of its own."""
+    return node.agent == DEFAULT_AGENT and not node.is_local
+
+
+def fixed_agent_argv(node: Node) -> list[str]:
+    """The agent of a node wirespeed ships nothing to: this interpreter on the local node, else its agent = [...]."""
+    return [sys.executable, "-m", "wirespeed"] if node.agent == DEFAULT_AGENT else list(node.agent)
+
+
+def _stderr_line(text: str) -> None:
+    print(f"wirespeed: {text}", file=sys.stderr, flush=True)
+
+
+def _fixed_agent(node: Node) -> AgentInfo:
+    source = AgentSource.LOCAL if node.is_local and node.agent == DEFAULT_AGENT else AgentSource.CONFIGURED
+    return AgentInfo(node.name, source, tuple(fixed_agent_argv(node)))
+
+
+def _failed(node: Node, result: CommandResult, what: str) -> AgentInfo:
+    reached = result.status not in (Status.UNREACHABLE, Status.AUTH_FAILED, Status.HOST_KEY)
+    if not reached:
+        return AgentInfo(
+            node.name, AgentSource.FAILED, node.agent, message=result.message, hint=result.hint, reached=False
+        )
+    return AgentInfo(
+        node.name,
+        AgentSource.FAILED,
+        node.agent,
+        message=f"{node.name}: {what}: {result.message.partition(': ')[2]}",
+        hint=result.hint or f"set agent = [...] for {node.name} in the cluster file to run a wirespeed installed there",
+    )
+
+
+@dataclass(frozen=True)
+class _Shipment:
+    """The agent to copy: its name, size, and its bytes as base64 text for stdin."""
+
+    name: str
+    size_bytes: int
+    payload: str
+
+
+def _ship(
+    remote: Remote, node: Node, reply: ProbeReply, python: tuple[str, tuple[int, ...]], sent: _Shipment
+) -> AgentInfo:
+    """Copy the zipapp to the node (base64 on stdin), checked there before it takes its name."""
+    started = time.monotonic()
+    result = remote.run(node, ship_argv(sent.name, python[0], __version__), timeout_s=300.0, input_text=sent.payload)
+    if not result.ok:
+        return _failed(node, result, f"could not copy wirespeed's agent to {reply.path}")
+    return AgentInfo(
+        node.name,
+        AgentSource.SHIPPED,
+        (python[0], reply.path),
+        file=reply.path,
+        python=format_version(python[1]),
+        size_bytes=sent.size_bytes,
+        seconds=time.monotonic() - started,
+    )
+
+
+def ensure_agents(
+    remote: Remote,
+    say: Callable[[str], None] | None = None,
+    *,
+    say_failures: bool = True,
+    timeout_s: float = 30.0,
+) -> dict[str, AgentInfo]:
+    """Make sure every node can run this controller's wirespeed, once per Remote; returns each node's agent.
+
+    Nodes with an agent = [...] of their own keep it, and the local node this interpreter. For every other node
+    one round trip finds whether `~/.cache/wirespeed/agent-<version>-<hash>.pyz` is there and which python3 runs
+    it; where it is missing, it is built here (once, into the cache) and copied there, all nodes at once. Says one
+    line per node it was copied to, and (with `say_failures`) one per node that cannot run it and was reached:
+    an unreachable node is left to the command that follows, which says why in its own words.
+    """
+    with remote.agents_lock:  # one at a time: agent_argv may call this from several threads at once
+        tell = say or remote.say or _stderr_line
+        return _ensure_agents(remote, tell, say_failures, timeout_s)
+
+
+def _ensure_agents(
+    remote: Remote, tell: Callable[[str], None], say_failures: bool, timeout_s: float
+) -> dict[str, AgentInfo]:
+    todo = [node for node in remote.cluster.nodes if node.name not in remote.agents]
+    infos: dict[str, AgentInfo] = {node.name: _fixed_agent(node) for node in todo if not ships_agent(node)}
+    targets = [node for node in todo if ships_agent(node)]
+    name = agent_content().name if targets else ""
+    if targets:
+        probes = remote.run_all(lambda _: probe_argv(name), nodes=targets, timeout_s=timeout_s)
+        missing: list[tuple[Node, ProbeReply, tuple[str, tuple[int, ...]]]] = []
+        for node, result in zip(targets, probes, strict=True):
+            if not result.ok:
+                infos[node.name] = _failed(node, result, "cannot look for wirespeed's agent")
+                continue
+            try:
+                reply = parse_probe(result.stdout)
+            except ValueError as exc:
+                infos[node.name] = AgentInfo(node.name, AgentSource.FAILED, node.agent, message=f"{node.name}: {exc}")
+                continue
+            python = reply.python()
+            if python is None:
+                message, hint = no_python_failure(node.name, reply)
+                infos[node.name] = AgentInfo(node.name, AgentSource.FAILED, node.agent, message=message, hint=hint)
+            elif reply.present:
+                infos[node.name] = AgentInfo(
+                    node.name,
+                    AgentSource.PRESENT,
+                    (python[0], reply.path),
+                    file=reply.path,
+                    python=format_version(python[1]),
+                )
+            else:
+                missing.append((node, reply, python))
+        if missing:
+            built = build_agent()
+            try:
+                sent = _Shipment(name, built.size_bytes, base64.b64encode(built.path.read_bytes()).decode("ascii"))
+            except OSError as exc:
+                raise WirespeedError(f"cannot read wirespeed's agent {built.path}: {exc.strerror or exc}") from None
+            with ThreadPoolExecutor(max_workers=min(remote.max_parallel, len(missing))) as pool:
+                shipped = list(pool.map(lambda item: _ship(remote, item[0], item[1], item[2], sent), missing))
+            for info in shipped:
+                infos[info.node] = info
+    for node in todo:
+        info = infos[node.name]
+        if info.source is AgentSource.SHIPPED:
+            tell(shipped_line(name, node.name, info.size_bytes or 0, info.seconds or 0.0))
+        elif info.source is AgentSource.FAILED and info.reached and say_failures:
+            tell(f"{info.message or node.name}" + (f" (hint: {info.hint})" if info.hint else ""))
+    remote.agents.update(infos)
+    return {node.name: remote.agents[node.name] for node in remote.cluster.nodes}
 
 
 @dataclass(frozen=True)
 class AgentCheck:
-    """Whether wirespeed is installed on a node at this controller's version."""
+    """Whether a node runs wirespeed at this controller's version, and which agent it runs."""
 
     node: str
     ok: bool
     version: str | None
     message: str
+    agent: str = AgentSource.CONFIGURED.value  # an AgentSource value
+    file: str | None = None
+    python: str | None = None
 
 
 _VERSION_RE = re.compile(r"wirespeed[, ]+(?:version\s+)?(\S+)")
 
 
-def check_agents(remote: Remote, *, timeout_s: float = 30.0) -> list[AgentCheck]:
-    """Ask each node's `wirespeed --version`; say how to install it where it is missing or different."""
-    results = remote.run_all(lambda node: [*agent_argv(node), "--version"], timeout_s=timeout_s)
+def check_agents(
+    remote: Remote, *, timeout_s: float = 30.0, say: Callable[[str], None] | None = None
+) -> list[AgentCheck]:
+    """Settle each node's agent (shipping it where needed), then ask it `--version`: it must be this one."""
+    infos = ensure_agents(remote, say, say_failures=False, timeout_s=timeout_s)
+    runnable = [node for node in remote.cluster.nodes if infos[node.name].source is not AgentSource.FAILED]
+    answers = remote.run_all(lambda node: [*remote.agent_argv(node), "--version"], nodes=runnable,
+                             timeout_s=timeout_s)  # fmt: skip
+    by_node = {result.node: result for result in answers}
     checks: list[AgentCheck] = []
-    for node, result in zip(remote.cluster.nodes, results, strict=True):
-        install = f"install it there with `pip install wirespeed=={__version__}` or set agent = [...] for {node.name}"
-        if result.status is Status.NOT_FOUND:
-            checks.append(AgentCheck(node.name, False, None, f"{node.name}: wirespeed is not installed ({install})"))
-            continue
-        if not result.ok:
-            checks.append(AgentCheck(node.name, False, None, result.message))
-            continue
-        match = _VERSION_RE.search(result.stdout)
-        version = match.group(1) if match else None
-        if version != __version__:
-            checks.append(
-                AgentCheck(
-                    node.name,
-                    False,
-                    version,
-                    f"{node.name}: wirespeed {version or 'of unknown version'} there, {__version__} here ({install})",
-                )
-            )
-        else:
-            checks.append(AgentCheck(node.name, True, version, f"{node.name}: wirespeed {version}"))
+    for node in remote.cluster.nodes:
+        info = infos[node.name]
+        checks.append(_agent_check(node, info, by_node.get(node.name)))
     return checks
+
+
+def _agent_check(node: Node, info: AgentInfo, result: CommandResult | None) -> AgentCheck:
+    def check(ok: bool, version: str | None, message: str) -> AgentCheck:
+        return AgentCheck(node.name, ok, version, message, info.source.value, info.file, info.python)
+
+    configured = info.source is AgentSource.CONFIGURED
+    fix = (
+        f"fix agent = [...] for {node.name} in the cluster file, or remove it so that wirespeed ships itself there"
+        if configured
+        else f"set agent = [...] for {node.name} in the cluster file"
+    )
+    if result is None:  # the agent could not be settled there
+        message = info.message or f"{node.name}: no agent"
+        return check(False, None, message + (f" (hint: {info.hint})" if info.hint else ""))
+    if result.status is Status.NOT_FOUND and configured:
+        return check(False, None, f"{node.name}: its agent {' '.join(info.argv)} is not there ({fix})")
+    if not result.ok:
+        shipped = info.source in (AgentSource.SHIPPED, AgentSource.PRESENT)
+        hint = f"remove {info.file} on {node.name}: the next command ships it again" if shipped else result.hint
+        return check(False, None, result.message + (f" (hint: {hint})" if hint else ""))
+    match = _VERSION_RE.search(result.stdout)
+    version = match.group(1) if match else None
+    if version != __version__:
+        return check(
+            False,
+            version,
+            f"{node.name}: wirespeed {version or 'of unknown version'} there, {__version__} here "
+            f"({'install ' + __version__ + ' where agent = [...] points, or ' if configured else ''}{fix})",
+        )
+    return check(True, version, f"{node.name}: {version_line(version)} ({info.describe()})")

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from wirespeed.core.meter import NodeLayout, NodeSample, sample_from_json, sample_to_json
-from wirespeed.engine.remote import Remote, RemoteProcess, agent_argv
+from wirespeed.engine.remote import Remote, RemoteProcess
 
 
 def _watch_stdin(stop: threading.Event) -> None:
@@ -90,7 +90,7 @@ class ClusterSampler:
         for layout in self.layouts:
             node = self.remote.cluster.node(layout.node)
             argv = [
-                *agent_argv(node),
+                *self.remote.agent_argv(node),
                 "agent",
                 "sample",
                 "--node",

@@ -18,6 +18,7 @@ from wirespeed.core.errors import TestbedError, UsageError
 from wirespeed.core.inventory import Cluster, Node, render_cluster_toml
 from wirespeed.core.units import format_rate, tc_rate
 from wirespeed.testbed import system
+from wirespeed.testbed.login import furnish_home
 from wirespeed.testbed.plan import (
     MGMT_BRIDGE,
     MGMT_IFACE,
@@ -60,7 +61,8 @@ def pick_mgmt_index(prefix: str) -> int:
 
 # Every node gets its own home directory for root, as separate machines have: an overlay on /root in sshd's private
 # mount namespace (the host's /root, unchanged, below; the node's writes in its own layer). Sessions over ssh see it;
-# `ssh` on a node reads that node's ~/.ssh. Without overlayfs the nodes share the host's home, as before.
+# `ssh` on a node reads that node's ~/.ssh. Each layer starts with a login ~/.profile as Ubuntu gives its users, and
+# node 1's with wirespeed in ~/.local/bin (testbed/login.py). Without overlayfs the nodes share the host's home.
 _OWN_HOME_SCRIPT = r"""home=$1 layer=$2; shift 2
 mount -t overlay wirespeed-home -o "lowerdir=$home,upperdir=$layer/upper,workdir=$layer/work" "$home" 2>/dev/null \
   || echo "wirespeed testbed: no overlayfs: nodes share $home" >&2
@@ -272,6 +274,7 @@ class _Builder:
             user_home = pwd.getpwnam(SSH_USER).pw_dir
             for sub in ("upper", "work"):
                 (home / sub).mkdir(parents=True, exist_ok=True)
+            furnish_home(home / "upper", first=node.index == 1)  # node 1: wirespeed in ~/.local/bin, as pipx
             sshd = [self.sshd, "-f", str(node_dir / "sshd_config"), "-E", str(node_dir / "sshd.log")]
             own_home = ["sh", "-c", _OWN_HOME_SCRIPT, "wirespeed-sshd", user_home, str(home)]
             mdns: list[str] = []
@@ -680,8 +683,3 @@ def revert(prefix: str, node: str, iface: str) -> dict[str, Any]:
     removed = state.faults.pop(f"{netns}/{dev}", None)
     state.save()
     return {"target": f"{netns}/{dev}", "reverted": removed or {}}
-
-
-def find_up_testbeds() -> list[TestbedState]:
-    """Testbeds whose state says up (used to pick a default cluster when none is named)."""
-    return [s for s in all_states() if s.phase == "up"]

@@ -1,0 +1,30 @@
+"""The record `fix --revert` reads: a fix that replaced nothing keeps the record of the one that did."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from wirespeed.engine.fix import NodeOutcome, revert_plan, write_record
+
+TUNED = "4096 131072 134217728"
+OP = {"kind": "sysctl", "target": "net.ipv4.tcp_rmem", "value": TUNED, "reason": "sysctl.tcp"}
+APPLIED: dict[str, Any] = {"op": OP, "ok": True, "original": "4096 131072 6291456"}
+
+
+def test_a_second_fix_that_changed_nothing_keeps_the_first_record(tmp_path: Path) -> None:
+    record = tmp_path / "state" / "last-fix.json"
+    write_record(record, [NodeOutcome("s1", applied=[APPLIED])])
+    first = record.read_text()
+    write_record(record, [])  # `fix --yes` again: nothing to change
+    write_record(record, [NodeOutcome("s1", applied=[{**APPLIED, "original": TUNED}])])
+    assert record.read_text() == first
+    [undo] = revert_plan(record)["s1"]
+    assert (undo.target, undo.value) == ("net.ipv4.tcp_rmem", "4096 131072 6291456")
+
+
+def test_nothing_replaced_still_writes_a_first_record(tmp_path: Path) -> None:
+    record = tmp_path / "last-fix.json"
+    write_record(record, [])
+    assert json.loads(record.read_text())["nodes"] == {}
