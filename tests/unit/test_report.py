@@ -248,7 +248,7 @@ def test_a_run_directory_reads_back_with_its_imports_and_a_cut_sample_line(run_d
     assert data["takeaway"][0] == {
         "rung": "tcp-halves", "status": "ran", "forward_gbps": 1.98, "full_duplex_gbps": None, "busbw_GBps": None,
         "p50_us": None, "p99_us": None, "busiest_core_percent": {"n1": 61.0}, "ceiling": "wire",
-        "why": "1.98 Gb/s of 2 Gb/s <line rate>",
+        "why": "1.98 Gb/s of 2 Gb/s <line rate>", "peak_tx_gbps": None, "peak_duplex_gbps": None,
     }  # fmt: skip
     assert data["takeaway"][2]["busbw_GBps"] == 338.82
     assert data["timeline"]["cables"] and data["timeline"]["cables"][0]["point_columns"] == [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -20,7 +21,35 @@ from wirespeed.ui import render
 MATRIX = "matrix"
 
 
-def _options(
+def bench_flags(func: Any) -> Any:
+    """The options every rung shares, for `bench` and `commission` alike."""
+    for option in reversed(_FLAGS):
+        func = option(func)
+    return func
+
+
+_FLAGS = (
+    click.option("--seconds", type=click.IntRange(2, 3600), default=5, show_default=True,
+                 help="Seconds each measurement runs (TCP, RDMA, each half of tcp-lat, each matrix round)."),
+    click.option("--streams", type=click.IntRange(2, 128), default=16, show_default=True,
+                 help="Streams of tcp-multi."),
+    click.option("--bidir", is_flag=True, help="Both directions at once (iperf3 --bidir, perftest -b): full duplex."),
+    click.option("--interval", type=click.FloatRange(0.1, 10), default=0.5, show_default=True,
+                 help="Seconds between counter samples at the wire, for every rung."),
+    click.option("--collectives", default="sendrecv,all_gather,all_reduce", show_default=True,
+                 help="nccl-tests collectives of the nccl rung, comma-separated."),
+    click.option("--min-size", default="1M", show_default=True, help="Smallest NCCL message (nccl-tests -b)."),
+    click.option("--max-size", default="1G", show_default=True,
+                 help="Largest NCCL message (-e); capped by free memory."),
+    click.option("--iters", type=click.IntRange(1, 10000), default=20, show_default=True, help="nccl-tests -n."),
+    click.option("--env", "env", multiple=True, metavar="NAME[=VALUE]",
+                 help="An environment variable for every rank (mpirun -x); wins over what wirespeed derives. "
+                 "Repeatable."),
+    click.option("--nccl-timeout", type=click.IntRange(10, 86400), default=900, show_default=True, help="Seconds."),
+)  # fmt: skip
+
+
+def shared_options(
     seconds: int, interval: float, streams: int, bidir: bool, collectives: str, min_size: str, max_size: str,
     iters: int, env: tuple[str, ...], nccl_timeout: int,
 ) -> rungs.BenchOptions:  # fmt: skip
@@ -82,24 +111,7 @@ def _show(out: Output, run: Run, path: Path) -> None:
 @click.command("bench")
 @cluster_options
 @click.argument("what", type=click.Choice([*rungs.names(), MATRIX]), default="ladder")
-@click.option("--seconds", type=click.IntRange(2, 3600), default=5, show_default=True,
-              help="Seconds each measurement runs (TCP, RDMA, each half of tcp-lat, each matrix round).")  # fmt: skip
-@click.option("--streams", type=click.IntRange(2, 128), default=16, show_default=True, help="Streams of tcp-multi.")
-@click.option("--bidir", is_flag=True, help="Both directions at once (iperf3 --bidir, perftest -b): full duplex.")
-@click.option("--interval", type=click.FloatRange(0.1, 10), default=0.5, show_default=True,
-              help="Seconds between counter samples at the wire, for every rung.")  # fmt: skip
-@click.option(
-    "--collectives", default="sendrecv,all_gather,all_reduce", show_default=True,
-    help="nccl-tests collectives of the nccl rung, comma-separated.",
-)  # fmt: skip
-@click.option("--min-size", default="1M", show_default=True, help="Smallest NCCL message (nccl-tests -b).")
-@click.option("--max-size", default="1G", show_default=True, help="Largest NCCL message (-e); capped by free memory.")
-@click.option("--iters", type=click.IntRange(1, 10000), default=20, show_default=True, help="nccl-tests -n.")
-@click.option(
-    "--env", "env", multiple=True, metavar="NAME[=VALUE]",
-    help="An environment variable for every rank (mpirun -x); wins over what wirespeed derives. Repeatable.",
-)  # fmt: skip
-@click.option("--nccl-timeout", type=click.IntRange(10, 86400), default=900, show_default=True, help="Seconds.")
+@bench_flags
 @click.option(
     "--runs", "runs_dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
     help="Where run directories are written.",
@@ -108,22 +120,14 @@ def _show(out: Output, run: Run, path: Path) -> None:
 @pass_ctx
 def bench_cmd(
     ctx: Ctx,
+    /,
     cluster_file: Path | None,
     hosts: str | None,
     user: str | None,
     what: str,
-    seconds: int,
-    streams: int,
-    bidir: bool,
-    interval: float,
-    collectives: str,
-    min_size: str,
-    max_size: str,
-    iters: int,
-    env: tuple[str, ...],
-    nccl_timeout: int,
     runs_dir: Path,
     json_mode: bool,
+    **flags: Any,
 ) -> ExitStatus:
     """Climb the bandwidth ladder: TCP (one stream, many streams, every half at once, latency per half), RDMA, and
     NCCL through nccl-tests and mpirun, each measured at the wire while it runs, with the ceiling it hit and the
@@ -139,7 +143,7 @@ def bench_cmd(
     from wirespeed.engine.runs import load_run
 
     out = ctx.output(json_mode)
-    options = _options(seconds, interval, streams, bidir, collectives, min_size, max_size, iters, env, nccl_timeout)
+    options = shared_options(**flags)
     remote = resolve_remote(out, cluster_file, hosts, user)
     found = discover.discover_live(remote, probe=what != "nccl")
     for reason in found.errors.values():

@@ -15,6 +15,7 @@ import click
 from wirespeed import __version__
 from wirespeed.cli.agent import agent
 from wirespeed.cli.bench import bench_cmd
+from wirespeed.cli.commission import commission_cmd
 from wirespeed.cli.common import CONTEXT, Ctx
 from wirespeed.cli.fix import fix_cmd
 from wirespeed.cli.importing import import_cmd
@@ -43,6 +44,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 cli.add_command(exec_cmd)
 cli.add_command(agent)
 cli.add_command(fix_cmd)
+cli.add_command(commission_cmd)
 cli.add_command(bench_cmd)
 cli.add_command(runs_cmd)
 cli.add_command(baseline_group)

@@ -60,19 +60,19 @@ class Change:
 
 def rung_figures(rung: RungResult) -> list[Figure]:
     """A rung's figures with their units in the measure's name; a rung with none (skipped) is its status alone."""
-    status = rung.status.value
+    status, name = rung.status.value, rung.label
     found: list[Figure] = []
     if rung.collective is not None:
-        found += [Figure(rung.rung, f"busbw_GBps @ {row.size_bytes} B", row.busbw_GBps, status)
+        found += [Figure(name, f"busbw_GBps @ {row.size_bytes} B", row.busbw_GBps, status)
                   for row in rung.collective.rows]  # fmt: skip
     if rung.flows:
-        found.append(Figure(rung.rung, "forward_gbps", rung.forward_gbps, status))
+        found.append(Figure(name, "forward_gbps", rung.forward_gbps, status))
         if rung.reverse_gbps is not None:
-            found.append(Figure(rung.rung, "reverse_gbps", rung.reverse_gbps, status))
+            found.append(Figure(name, "reverse_gbps", rung.reverse_gbps, status))
     if rung.latency:
-        found.append(Figure(rung.rung, "p50_us", rung.p50_us, status, higher_is_better=False))
-        found.append(Figure(rung.rung, "p99_us", rung.p99_us, status, higher_is_better=False))
-    return found or [Figure(rung.rung, "status", None, status)]
+        found.append(Figure(name, "p50_us", rung.p50_us, status, higher_is_better=False))
+        found.append(Figure(name, "p99_us", rung.p99_us, status, higher_is_better=False))
+    return found or [Figure(name, "status", None, status)]
 
 
 def matrix_figures(matrix: MatrixResult) -> list[Figure]:
@@ -132,7 +132,7 @@ def compare_runs(before: Run, after: Run) -> list[Change]:
 
 
 def _statuses(run: Run) -> dict[str, str]:
-    found = {r.rung: r.status.value for r in run.rungs}
+    found = {r.label: r.status.value for r in run.rungs}
     found.update({f"matrix-{m.layer}": m.status.value for m in run.matrices})
     return found
 

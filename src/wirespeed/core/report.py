@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wirespeed.core.results import RungResult
-from wirespeed.core.run import ImportedFile, Run, TakeawayRow, headline, takeaway
+from wirespeed.core.run import ImportedFile, PhaseRow, Run, TakeawayRow, headline, phase_rows, takeaway
 from wirespeed.core.timeline import Timeline
 
 REPORT_FORMAT_VERSION = 2
@@ -30,6 +30,8 @@ class RunReport:
     discovery: Mapping[str, Any] | None
     timeline: Timeline
     problems: tuple[str, ...] = field(default_factory=tuple)  # files that could not be read, one line each
+    checks_after: Mapping[str, Any] | None = None  # `commission`: the checks again, after the fixes
+    fix: Mapping[str, Any] | None = None  # `commission`: the fixes planned and what each node did (fix.json)
 
     @property
     def name(self) -> str:
@@ -50,6 +52,11 @@ class RunReport:
     @property
     def takeaway(self) -> list[TakeawayRow]:
         return takeaway(self.run.rungs)
+
+    @property
+    def before_after(self) -> list[PhaseRow]:
+        """Every rung before and after the fixes; empty unless the run measured both."""
+        return phase_rows(self.run) if self.run.in_phase("after") else []
 
     @property
     def environment(self) -> tuple[EnvironmentRow, ...]:
@@ -73,6 +80,10 @@ class RunReport:
             "nodes": list(self.nodes),
             "headline": self.headline(),
             "takeaway": [row.to_json() for row in self.takeaway],
+            "before_after": [row.to_json() for row in self.before_after],
+            "steps": [step.to_json() for step in (record.steps if record is not None else ())],
+            "fix": None if self.fix is None else dict(self.fix),
+            "checks_after": None if self.checks_after is None else dict(self.checks_after),
             "rungs": [r.to_json() for r in self.run.rungs],
             "matrices": [m.to_json() for m in self.run.matrices],
             "checks": None if self.checks is None else dict(self.checks),
@@ -160,7 +171,7 @@ def collectives(rungs: Sequence[RungResult]) -> list[tuple[str, list[tuple[int, 
     found: list[tuple[str, list[tuple[int, float]]]] = []
     for rung in rungs:
         if rung.collective is not None and rung.collective.rows:
-            found.append((rung.rung, sorted((r.size_bytes, r.busbw_GBps) for r in rung.collective.rows)))
+            found.append((rung.label, sorted((r.size_bytes, r.busbw_GBps) for r in rung.collective.rows)))
     return found
 
 

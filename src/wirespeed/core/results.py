@@ -162,10 +162,24 @@ class WireFigures:
     cpu_average: Mapping[str, float] = field(default_factory=dict)
     errors: Mapping[End, Mapping[str, int]] = field(default_factory=dict)  # counters that grew (not congestion)
     source: str = "phy"  # "netdev" when the kernel's counters stood in (RDMA invisible)
+    # The highest one sample interval reached per node, all fabric halves added: what the seeds' PEAK line shows.
+    peak_tx_gbps: Mapping[str, float] = field(default_factory=dict)
+    peak_rx_gbps: Mapping[str, float] = field(default_factory=dict)
+    peak_duplex_gbps: Mapping[str, float] = field(default_factory=dict)  # TX and RX of the same interval added
+
+    @property
+    def peak(self) -> tuple[float, float, float] | None:
+        """The cluster's peak at the wire: the busiest node's TX, RX and full duplex in one interval, Gb/s."""
+        if not self.peak_duplex_gbps:
+            return None
+        return max(self.peak_tx_gbps.values()), max(self.peak_rx_gbps.values()), max(self.peak_duplex_gbps.values())
 
     def to_json(self) -> dict[str, Any]:
         return {
             "source": self.source,
+            "peak_tx_gbps": dict(self.peak_tx_gbps),
+            "peak_rx_gbps": dict(self.peak_rx_gbps),
+            "peak_duplex_gbps": dict(self.peak_duplex_gbps),
             "tx_gbps": {f"{n}:{i}": v for (n, i), v in self.tx_gbps.items()},
             "rx_gbps": {f"{n}:{i}": v for (n, i), v in self.rx_gbps.items()},
             "busiest_core": {n: {"core": c, "busy_percent": b} for n, (c, b) in self.busiest_core.items()},
@@ -196,6 +210,9 @@ class WireFigures:
             cpu_average=data.numbers("cpu_average_percent"),
             errors=errors,
             source=data.opt_text("source") or "phy",
+            peak_tx_gbps=data.numbers("peak_tx_gbps"),
+            peak_rx_gbps=data.numbers("peak_rx_gbps"),
+            peak_duplex_gbps=data.numbers("peak_duplex_gbps"),
         )
 
 
@@ -343,6 +360,16 @@ class RungResult:
     collective: CollectiveSummary | None = None
     latency: tuple[Latency, ...] = ()  # one per half measured
     notes: tuple[str, ...] = ()
+    phase: str | None = None  # `commission` measures twice: "before" and "after" the fixes
+
+    @property
+    def key(self) -> str:
+        """Where the record lives in its run (`before/tcp-single`): what tells it from its twin of the other phase."""
+        return f"{self.phase}/{self.rung}" if self.phase else self.rung
+
+    @property
+    def label(self) -> str:
+        return f"{self.rung} ({self.phase})" if self.phase else self.rung
 
     def total_gbps(self, direction: Direction = Direction.FORWARD) -> float | None:
         """What the receivers counted in one direction, all flows added; None when any flow has no figure."""
@@ -382,6 +409,7 @@ class RungResult:
             "kind": "rung",
             "schema_version": SCHEMA_VERSION,
             "rung": self.rung,
+            "phase": self.phase,
             "status": self.status.value,
             "reason": self.reason,
             "fix": self.fix,
@@ -421,4 +449,5 @@ class RungResult:
             collective=None if collective is None else CollectiveSummary.from_json(collective),
             latency=tuple(Latency.from_json(x) for x in fields.objects("latency")),
             notes=fields.texts("notes"),
+            phase=fields.opt_text("phase"),
         )

@@ -36,6 +36,31 @@ class NodeRef:
     host: str
 
 
+class StepStatus(StrEnum):
+    DONE = "done"
+    SKIPPED = "skipped"  # nothing to do, or not asked for (--no-fix): `detail` says which
+    FAILED = "failed"
+    STOPPED = "stopped"  # the run stopped here: `detail` says why and what to do by hand
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a multi-step run (`commission`: discover, preflight, checks, bench before, fix, ...)."""
+
+    name: str
+    status: StepStatus
+    detail: str = ""  # one line
+    duration_s: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status.value, "detail": self.detail, "duration_s": self.duration_s}
+
+    @staticmethod
+    def from_json(data: Fields) -> Step:
+        return Step(data.text("name"), choice(data, "status", StepStatus), data.opt_text("detail") or "",
+                    data.opt_num("duration_s"))  # fmt: skip
+
+
 @dataclass(frozen=True)
 class RunRecord:
     """`run.json`: written when the run starts, rewritten when it ends."""
@@ -53,6 +78,8 @@ class RunRecord:
     planned: tuple[str, ...] = ()  # the rungs the run set out to measure, in order
     host: str = ""  # the controller that ran it, and its process: a `running` run whose process is gone was killed
     pid: int | None = None
+    phases: tuple[str, ...] = ()  # folders of rung records measured at different times (`before`, `after`)
+    steps: tuple[Step, ...] = ()  # a multi-step run's steps as they ended
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self) -> dict[str, Any]:
@@ -71,6 +98,8 @@ class RunRecord:
             "planned": list(self.planned),
             "host": self.host,
             "pid": self.pid,
+            "phases": list(self.phases),
+            "steps": [s.to_json() for s in self.steps],
         }
 
     @staticmethod
@@ -93,6 +122,8 @@ class RunRecord:
             planned=f.texts("planned"),
             host=f.opt_text("host") or "",
             pid=f.opt_whole("pid"),
+            phases=f.texts("phases"),
+            steps=tuple(Step.from_json(s) for s in f.objects("steps")),
             schema_version=version,
         )
 
@@ -142,11 +173,14 @@ class Run:
     @property
     def not_reached(self) -> tuple[str, ...]:
         """Rungs the run planned and never wrote: what an interrupted run did not measure."""
-        written = {r.rung for r in self.rungs} | {f"matrix-{m.layer}" for m in self.matrices}
+        written = {r.key for r in self.rungs} | {f"matrix-{m.layer}" for m in self.matrices}
         return tuple(name for name in (self.record.planned if self.record else ()) if name not in written)
 
-    def rung(self, name: str) -> RungResult | None:
-        return next((r for r in self.rungs if r.rung == name), None)
+    def rung(self, name: str, phase: str | None = None) -> RungResult | None:
+        return next((r for r in self.rungs if r.rung == name and r.phase == phase), None)
+
+    def in_phase(self, phase: str | None) -> tuple[RungResult, ...]:
+        return tuple(r for r in self.rungs if r.phase == phase)
 
 
 # ------------------------------------------------------------------------------------------------ the takeaway
@@ -166,13 +200,15 @@ class TakeawayRow:
     busiest_core_percent: Mapping[str, float]  # node -> the busiest core's busy %
     ceiling: str | None
     why: str
+    peak_tx_gbps: float | None = None  # at the wire, the busiest node's one interval: all its halves' TX added
+    peak_duplex_gbps: float | None = None  # the same interval's TX and RX added
 
     def to_json(self) -> dict[str, Any]:
         return {
             "rung": self.rung, "status": self.status.value, "forward_gbps": self.forward_gbps,
             "full_duplex_gbps": self.full_duplex_gbps, "busbw_GBps": self.busbw_GBps, "p50_us": self.p50_us,
             "p99_us": self.p99_us, "busiest_core_percent": dict(self.busiest_core_percent), "ceiling": self.ceiling,
-            "why": self.why,
+            "why": self.why, "peak_tx_gbps": self.peak_tx_gbps, "peak_duplex_gbps": self.peak_duplex_gbps,
         }  # fmt: skip
 
 
@@ -181,9 +217,10 @@ def takeaway(rungs: Sequence[RungResult]) -> list[TakeawayRow]:
     rows: list[TakeawayRow] = []
     for r in rungs:
         peak = r.collective.peak if r.collective else None
+        wire = r.wire.peak
         rows.append(
             TakeawayRow(
-                rung=r.rung,
+                rung=r.label,
                 status=r.status,
                 forward_gbps=r.forward_gbps,
                 full_duplex_gbps=r.duplex_gbps,
@@ -193,6 +230,8 @@ def takeaway(rungs: Sequence[RungResult]) -> list[TakeawayRow]:
                 busiest_core_percent={n: b for n, (_, b) in sorted(r.wire.busiest_core.items())},
                 ceiling=r.ceiling.name if r.ceiling else None,
                 why=(r.ceiling.evidence[0] if r.ceiling and r.ceiling.evidence else r.reason) or _latency_why(r),
+                peak_tx_gbps=None if wire is None or r.status is RungStatus.SKIPPED else wire[0],
+                peak_duplex_gbps=None if wire is None or r.status is RungStatus.SKIPPED else wire[2],
             )
         )
     return rows
@@ -209,15 +248,18 @@ def headline(run: Run, check_counts: Mapping[str, int] | None = None) -> str:
     """One sentence for the top of a report or a line of `runs`: the highest figure measured and what limits it,
     the lowest latency, the matrices' medians and outliers, what did not run, how the run ended, the checks."""
     parts: list[str] = []
-    ran = [r for r in run.rungs if r.status is RungStatus.RAN and r.forward_gbps is not None]
+    final = run.in_phase("after") or run.in_phase(None) or run.in_phase("before")
+    ran = [r for r in final if r.status is RungStatus.RAN and r.forward_gbps is not None]
     if ran:
         best = max(ran, key=lambda r: r.forward_gbps or 0.0)
         limit = f", ceiling: {best.ceiling.name}" if best.ceiling else ""
-        parts.append(f"highest: {best.forward_gbps:.2f} Gb/s per direction on {best.rung}{limit}")
-    for r in run.rungs:
+        earlier = run.rung(best.rung, "before") if best.phase == "after" else None
+        was = f" (before the fixes: {earlier.forward_gbps:.2f})" if earlier and earlier.forward_gbps is not None else ""
+        parts.append(f"highest: {best.forward_gbps:.2f} Gb/s per direction on {best.label}{limit}{was}")
+    for r in final:
         if r.status is RungStatus.RAN and r.p50_us is not None:
             tail = f", p99 {r.p99_us:.1f} us" if r.p99_us is not None else ""
-            parts.append(f"{r.rung}: p50 {r.p50_us:.1f} us{tail}")
+            parts.append(f"{r.label}: p50 {r.p50_us:.1f} us{tail}")
     for m in run.matrices:
         parts.append(matrix_headline(m))
     if not parts:
@@ -233,6 +275,42 @@ def headline(run: Run, check_counts: Mapping[str, int] | None = None) -> str:
         shown = ", ".join(f"{n} {s}" for s, n in check_counts.items() if n)
         parts.append(f"checks: {shown or 'none ran'}")
     return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class PhaseRow:
+    """One rung of a `commission` run: as it was before the fixes, and after them (None where not measured)."""
+
+    rung: str
+    before: TakeawayRow | None
+    after: TakeawayRow | None
+
+    @property
+    def change_percent(self) -> float | None:
+        """The per-direction figure's change, or p50 latency's for a latency rung (lower is better there)."""
+        a, b = self.before, self.after
+        if a is None or b is None:
+            return None
+        for x, y in ((a.forward_gbps, b.forward_gbps), (a.p50_us, b.p50_us)):
+            if x is not None and y is not None and x > 0:
+                return 100.0 * (y - x) / x
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rung": self.rung,
+            "before": None if self.before is None else self.before.to_json(),
+            "after": None if self.after is None else self.after.to_json(),
+            "change_percent": self.change_percent,
+        }
+
+
+def phase_rows(run: Run) -> list[PhaseRow]:
+    """The seeds' table for a `commission` run: every rung before and after the fixes, in ladder order."""
+    before = {row.rung.removesuffix(" (before)"): row for row in takeaway(run.in_phase("before"))}
+    after = {row.rung.removesuffix(" (after)"): row for row in takeaway(run.in_phase("after"))}
+    names = [*before, *(n for n in after if n not in before)]
+    return [PhaseRow(name, before.get(name), after.get(name)) for name in names]
 
 
 def matrix_headline(m: MatrixResult) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from wirespeed import __version__
+from wirespeed.core.checks.model import CheckRun, CheckStatus
 from wirespeed.core.discovery import Discovery
 from wirespeed.core.errors import WirespeedError
 from wirespeed.core.matrix import MatrixCell, MatrixResult
@@ -21,9 +22,10 @@ from wirespeed.core.run import NodeRef, RunRecord, RunStatus
 from wirespeed.engine import rungs
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory, utc_now
-from wirespeed.engine.rungs.base import BenchOptions, RungContext, run_rung
+from wirespeed.engine.rungs.base import BenchOptions, RungContext, preflight, run_rung
 
 MATRIX = "matrix"
+DEFAULTS_CHECKS = ("mtu.host", "sysctl.tcp")
 
 
 @dataclass
@@ -37,13 +39,19 @@ class BenchRun:
     reason: str | None = None
 
 
-def defaults_evidence(discovery: Discovery) -> tuple[str, ...]:
+def defaults_from_checks(run: CheckRun) -> tuple[str, ...]:
     """What the checks say is still at its default (MTU 1500, small TCP buffers): the `defaults` ceiling's evidence."""
-    from wirespeed.core.checks.model import CheckStatus
+    return tuple(
+        f"{r.id}: {r.summary}"
+        for r in run.results
+        if r.id in DEFAULTS_CHECKS and r.status in (CheckStatus.FAIL, CheckStatus.WARN)
+    )
+
+
+def defaults_evidence(discovery: Discovery) -> tuple[str, ...]:
     from wirespeed.engine.checks import run_checks
 
-    run = run_checks(discovery, ["mtu.host", "sysctl.tcp"])
-    return tuple(f"{r.id}: {r.summary}" for r in run.results if r.status in (CheckStatus.FAIL, CheckStatus.WARN))
+    return defaults_from_checks(run_checks(discovery, list(DEFAULTS_CHECKS)))
 
 
 def planned(what: str, options: BenchOptions) -> list[str]:
@@ -119,9 +127,13 @@ def bench(
                 chosen = rungs.select(what, options.collectives)
                 needs_defaults = any(r.layer in ("tcp", "rdma") for r in chosen)
                 ctx = RungContext(remote, discovery, options, run_dir,
-                                  defaults_evidence(discovery) if needs_defaults else ())  # fmt: skip
-                for rung in chosen:
-                    say(f"{rung.name} ...")
+                                  defaults_evidence(discovery) if needs_defaults else (), tick=say)  # fmt: skip
+                runnable, skipped = preflight(ctx, chosen)
+                for name, why in skipped:  # said and written before anything is measured
+                    done.results.append(run_dir.rung(RungResult(name, RungStatus.SKIPPED, why.reason, why.fix)))
+                    say(f"{name} will not run: {why.reason} (fix: {why.fix})")
+                for index, rung in enumerate(runnable, start=1):
+                    say(f"{rung.name} ({index} of {len(runnable)}) ...")
                     result = run_rung(rung, ctx)
                     done.results.append(result)
                     if result.status is not RungStatus.RAN:

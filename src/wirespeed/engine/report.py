@@ -56,17 +56,23 @@ def load_report(path: Path) -> RunReport:
                 problems.append(f"discovery.json: node {name} not read ({exc}); its samples are not plotted")
     else:
         discovery = None
-    names = [r.rung for r in run.rungs] + [f"matrix-{m.layer}" for m in run.matrices]
-    samples = [
-        (name, _sample_lines(path / f"{name}.samples.jsonl", problems))
-        for name in names
-        if (path / f"{name}.samples.jsonl").exists()
+    recorded = [(r.label, r.key) for r in run.rungs] + [
+        (f"matrix-{m.layer}", f"matrix-{m.layer}") for m in run.matrices
     ]
-    checks = _optional_json(path / "checks.json", problems)
+    samples = [
+        (label, _sample_lines(path / f"{key}.samples.jsonl", problems))
+        for label, key in recorded
+        if (path / f"{key}.samples.jsonl").exists()
+    ]
+    checks = _optional_json(path / "checks.json", problems) or _optional_json(path / "before" / "checks.json", problems)
+    after = _optional_json(path / "after" / "checks.json", problems)
+    fix = _optional_json(path / "fix.json", problems)
     return RunReport(
         run=run,
         checks=checks if isinstance(checks, dict) else None,
         discovery=discovery,
         timeline=build_timeline(layouts, samples),
         problems=tuple(dict.fromkeys(problems)),
+        checks_after=after if isinstance(after, dict) else None,
+        fix=fix if isinstance(fix, dict) else None,
     )

@@ -17,7 +17,7 @@ from typing import IO
 
 from wirespeed.core.matrix import MatrixResult
 from wirespeed.core.results import RungResult
-from wirespeed.core.run import RUN_FILE, RunRecord, RunStatus
+from wirespeed.core.run import RUN_FILE, RunRecord, RunStatus, Step
 
 
 def utc_now() -> str:
@@ -27,7 +27,14 @@ def utc_now() -> str:
 class RunDirectory:
     """Where a run's results go, each written the moment it is known (an interrupted run keeps them)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, phase_of: RunDirectory | None = None, phase: str | None = None) -> None:
+        self.record: RunRecord | None = None
+        self.phase = phase
+        self.run_name = phase_of.name if phase_of is not None else ""
+        if phase_of is not None:
+            self.path = root
+            self.path.mkdir(parents=True, exist_ok=True)
+            return
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         self.path = root / stamp
         suffix = 1
@@ -35,11 +42,16 @@ class RunDirectory:
             suffix += 1
             self.path = root / f"{stamp}-{suffix}"
         self.path.mkdir(parents=True)
-        self.record: RunRecord | None = None
 
     @property
     def name(self) -> str:
-        return self.path.name
+        """The run's name (a phase's directory answers with its run's)."""
+        return self.run_name or self.path.name
+
+    def phase_dir(self, phase: str) -> RunDirectory:
+        """A phase of this run (`before`, `after`): its rungs, samples and raw outputs in a folder of that name,
+        each rung record marked with the phase."""
+        return RunDirectory(self.path / phase, phase_of=self, phase=phase)
 
     def write_json(self, name: str, data: object) -> Path:
         target = self.path / name
@@ -64,11 +76,22 @@ class RunDirectory:
         self.record = record
         self.write_json(RUN_FILE, record.to_json())
 
-    def rung(self, result: RungResult) -> None:
+    def rung(self, result: RungResult) -> RungResult:
+        """Write a rung's record (marked with this directory's phase) and give it back as written."""
+        if self.phase is not None:
+            result = replace(result, phase=self.phase)
         self.write_json(f"{result.rung}.json", result.to_json())
+        return result
 
     def matrix(self, result: MatrixResult) -> None:
         self.write_json(f"matrix-{result.layer}.json", result.to_json())
+
+    def step(self, step: Step) -> None:
+        """A step of a multi-step run (`commission`) ended: it joins the record at once."""
+        if self.record is None:
+            return
+        self.record = replace(self.record, steps=(*self.record.steps, step))
+        self.write_json(RUN_FILE, self.record.to_json())
 
     def finish(self, status: RunStatus, reason: str | None = None) -> None:
         """The run's last word: how it ended. Safe to call once the record is started; later calls win."""

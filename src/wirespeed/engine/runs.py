@@ -97,9 +97,10 @@ def load_run(path: Path) -> Run:
             record = RunRecord.from_json(read_json(path / RUN_FILE), RUN_FILE)
         except ValueError as exc:
             problems.append(str(exc))
+    folders = [path, *(path / phase for phase in (record.phases if record is not None else ()))]
     files = sorted(
-        (p for p in path.glob("*.json") if p.name not in NOT_RECORDS),
-        key=lambda p: _order(p, record),
+        (p for folder in folders for p in folder.glob("*.json") if p.name not in NOT_RECORDS),
+        key=lambda p: _order(path, p, record),
     )
     rungs: list[RungResult] = []
     matrices: list[MatrixResult] = []
@@ -107,10 +108,11 @@ def load_run(path: Path) -> Run:
         try:
             data = read_json(file)
             kind = _kind(data, file.name)
+            where = str(file.relative_to(path))
             if kind == "rung":
-                rungs.append(RungResult.from_json(data, file.name))
+                rungs.append(RungResult.from_json(data, where))
             elif kind == "matrix":
-                matrices.append(matrix_from_json(data, file.name))
+                matrices.append(matrix_from_json(data, where))
         except ValueError as exc:
             problems.append(str(exc))
     imported, import_problems = load_imported(path)
@@ -127,15 +129,16 @@ def load_run(path: Path) -> Run:
     )
 
 
-def _order(path: Path, record: RunRecord | None) -> tuple[int, int, str]:
-    """The run's planned order; what it did not plan (a 0.1 run) in the order written, then by name."""
+def _order(run: Path, path: Path, record: RunRecord | None) -> tuple[int, int, str]:
+    """The run's planned order (`tcp-single`, `before/tcp-single`); what it did not plan (a 0.1 run) in the order
+    written, then by name."""
     planned = list(record.planned) if record is not None else []
-    stem = path.stem
+    key = str(path.relative_to(run).with_suffix(""))
     try:
         mtime = path.stat().st_mtime_ns
     except OSError:
         mtime = 0
-    return (planned.index(stem) if stem in planned else len(planned), mtime, path.name)
+    return (planned.index(key) if key in planned else len(planned), mtime, key)
 
 
 def run_order(path: Path) -> tuple[str, int]:

@@ -56,6 +56,7 @@ class WireRecorder:
         average: dict[str, list[float]] = {}
         errors: dict[tuple[str, str], dict[str, int]] = {}
         source = "phy"
+        peak: dict[str, tuple[float, float, float]] = {}  # node -> the highest TX, RX and TX+RX of one interval
         elapsed: dict[str, float] = {}
         for arrived, view in zip(list(self.arrived), list(self.views), strict=False):
             if between is not None and not between[0] <= arrived <= between[1]:
@@ -63,6 +64,14 @@ class WireRecorder:
             elapsed[view.node] = elapsed.get(view.node, 0.0) + view.seconds
             if between is None and elapsed[view.node] <= since:
                 continue
+            interval_tx = sum(c.tx_gbps or 0.0 for c in view.cables)
+            interval_rx = sum(c.rx_gbps or 0.0 for c in view.cables)
+            top = peak.get(view.node, (0.0, 0.0, 0.0))
+            peak[view.node] = (
+                max(top[0], interval_tx),
+                max(top[1], interval_rx),
+                max(top[2], interval_tx + interval_rx),
+            )
             for cable in view.cables:
                 for name, half in cable.halves.items():
                     if half.source == "netdev":
@@ -87,4 +96,7 @@ class WireRecorder:
             cpu_average={k: sum(v) / len(v) for k, v in average.items()},
             errors=errors,
             source=source,
+            peak_tx_gbps={n: p[0] for n, p in peak.items()},
+            peak_rx_gbps={n: p[1] for n, p in peak.items()},
+            peak_duplex_gbps={n: p[2] for n, p in peak.items()},
         )

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from wirespeed.core.nodeset import fold_names
 from wirespeed.core.outcome import CommandResult
-from wirespeed.core.run import TakeawayRow
+from wirespeed.core.run import PhaseRow, TakeawayRow
 from wirespeed.core.units import format_rate
 from wirespeed.ui import takeaway
 
@@ -99,8 +99,22 @@ def _iface_table(title: str, rows: list[dict[str, Any]], *, with_peer: bool) -> 
 def takeaway_table(rows: Sequence[TakeawayRow]) -> Table:
     """The ladder's summary: one line per rung, the ceiling and its first piece of evidence."""
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for column in takeaway.COLUMNS:
-        table.add_column(column, overflow="fold")
+    for index, column in enumerate(takeaway.COLUMNS):
+        table.add_column(column, overflow="fold", no_wrap=index == 0)
     for row in rows:
         table.add_row(*(Text(cell) for cell in takeaway.cells(row)))
     return table
+
+
+def phase_table(rows: Sequence[PhaseRow]) -> RenderableType:
+    """`commission`'s answer: every rung that ran before and after the fixes (a column that says nothing for any
+    rung left out), then one line per reason the others could not run here."""
+    measured, skipped = takeaway.measured_and_skipped(rows)
+    cells = [takeaway.phase_cells(row) for row in measured]
+    keep = [i for i, _ in enumerate(takeaway.PHASE_COLUMNS) if i < 3 or any(c[i] not in ("-", "") for c in cells)]
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for i in keep:
+        table.add_column(takeaway.PHASE_COLUMNS[i], overflow="fold", no_wrap=i == 0)
+    for row in cells:
+        table.add_row(*(Text(row[i]) for i in keep))
+    return Group(table, *(Text(line, style="dim") for line in skipped))

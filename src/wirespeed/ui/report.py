@@ -116,6 +116,39 @@ def _takeaway_rows(report: RunReport) -> list[list[str]]:
     return [takeaway.cells(row) for row in report.takeaway]
 
 
+STEP_COLUMNS = ("step", "status", "took", "what")
+FIX_COLUMNS = ("node", "change", "to", "why", "done")
+
+
+def _step_rows(report: RunReport) -> list[list[str]]:
+    record = report.run.record
+    steps = record.steps if record is not None else ()
+    return [[s.name, s.status.value, _seconds(s.duration_s), s.detail] for s in steps]
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} s"
+
+
+def _fix_rows(report: RunReport) -> list[list[str]]:
+    """Each change a fix made, per node, and whether it took (rolled back, failed, or done)."""
+    fix = report.fix or {}
+    rows: list[list[str]] = []
+    nodes = fix.get("nodes")
+    for node, outcome in sorted(nodes.items()) if isinstance(nodes, Mapping) else ():
+        applied = outcome.get("applied") if isinstance(outcome, Mapping) else None
+        for entry in applied if isinstance(applied, list) else []:
+            op = entry.get("op") if isinstance(entry, Mapping) else None
+            if not isinstance(op, Mapping):
+                continue
+            done = "rolled back" if outcome.get("rolled_back") else ("yes" if entry.get("ok") else entry.get("error"))
+            rows.append([node, f"{op.get('kind')} {op.get('target')}", str(op.get("value") or "-")[:60],
+                         str(op.get("reason") or ""), str(done)])  # fmt: skip
+        if isinstance(outcome, Mapping) and outcome.get("error"):
+            rows.append([node, "-", "-", "-", str(outcome["error"])])
+    return rows
+
+
 def _state_line(report: RunReport) -> str | None:
     """How the run ended, where it did not end complete, and what it did not reach."""
     run = report.run
@@ -254,7 +287,7 @@ def halves_chart(rung: RungResult) -> str | None:
     if not bars or all(b.gbps is None for b in bars):
         return None
     items = [svg.Bar(b.label, b.gbps, b.line_rate_gbps) for b in bars]
-    return svg.bar_chart(f"{rung.rung}: each half, as its receiver counted it", items, "Gb/s")
+    return svg.bar_chart(f"{rung.label}: each half, as its receiver counted it", items, "Gb/s")
 
 
 # ----------------------------------------------------------------------------------------------------- Markdown
@@ -276,11 +309,20 @@ def markdown(report: RunReport) -> str:
     out += ["## Takeaway", "", f"**{report.headline()}**", ""]
     if state := _state_line(report):
         out += [state, ""]
-    if report.rungs:
+    if pairs := report.before_after:
+        measured, skipped = takeaway.measured_and_skipped(pairs)
+        out += ["Every rung before and after the fixes (the other columns: after).", ""]
+        out += _md_table(takeaway.PHASE_COLUMNS, [takeaway.phase_cells(row) for row in measured])
+        out += [*(f"- {line}" for line in skipped), ""] if skipped else []
+    elif report.rungs:
         out += _md_table(takeaway.COLUMNS, _takeaway_rows(report))
+    if steps := _step_rows(report):
+        out += ["## Steps", "", *_md_table(STEP_COLUMNS, steps)]
+    if fixes := _fix_rows(report):
+        out += ["## Fixes", "", *_md_table(FIX_COLUMNS, fixes)]
     out += ["## Rungs", ""] if report.rungs else []
     for rung in report.rungs:
-        out += [f"### {rung.rung}: {rung.status.value}", ""]
+        out += [f"### {rung.label}: {rung.status.value}", ""]
         if rung.status is RungStatus.SKIPPED:
             out += [f"- why: {rung.reason}", f"- fix: {rung.fix or '-'}", ""]
             continue
@@ -312,6 +354,13 @@ def markdown(report: RunReport) -> str:
     out += ["## Checks", ""]
     if report.checks is None:
         out += ["This run did not record the checks; `wirespeed check` shows them now.", ""]
+    elif report.checks_after is not None:
+        after = {r.get("id"): r for r in _check_rows(report.checks_after)}
+        out += _md_table(
+            ("check", "before the fixes", "after", "summary (after)"),
+            [[r.get("id"), r.get("status"), after.get(r.get("id"), {}).get("status", "-"),
+              after.get(r.get("id"), r).get("summary")] for r in _check_rows(report.checks)],
+        )  # fmt: skip
     else:
         out += _md_table(
             ("check", "status", "summary"),
@@ -380,8 +429,10 @@ def _badge(text: Any, kind: str) -> str:
 
 
 def _rung_html(rung: RungResult) -> str:
-    name, status = rung.rung, rung.status.value
-    parts = [f'<article class="rung" id="rung-{_h(name)}"><h3>{_h(name)} {_badge(status, status)}']
+    name, status = rung.label, rung.status.value
+    parts = [
+        f'<article class="rung" id="rung-{_h(rung.key.replace("/", "-"))}"><h3>{_h(name)} {_badge(status, status)}'
+    ]
     if rung.ceiling is not None:
         parts.append(f" {_badge('ceiling: ' + rung.ceiling.name, 'ceiling')}")
     parts.append("</h3>")
@@ -501,9 +552,18 @@ def html(report: RunReport) -> str:
     ]
     if state := _state_line(report):
         parts.append(f'<p class="state">{_h(state)}</p>')
-    if report.rungs:
+    if pairs := report.before_after:
+        measured, skipped = takeaway.measured_and_skipped(pairs)
+        parts.append('<p class="note">Every rung before and after the fixes; the other columns are after.</p>')
+        parts.append(_table(takeaway.PHASE_COLUMNS, [takeaway.phase_cells(row) for row in measured]))
+        parts += [f'<p class="note">{_h(line)}</p>' for line in skipped]
+    elif report.rungs:
         parts.append(_table(takeaway.COLUMNS, _takeaway_rows(report)))
     parts.append("</section>")
+    if steps := _step_rows(report):
+        parts.append(f'<section id="steps"><h2>Steps</h2>{_table(STEP_COLUMNS, steps)}</section>')
+    if fixes := _fix_rows(report):
+        parts.append(f'<section id="fixes"><h2>Fixes</h2>{_table(FIX_COLUMNS, fixes)}</section>')
     timeline = report.timeline
     parts.append('<section id="over-time"><h2>Over time</h2>')
     if timeline.empty:
@@ -525,7 +585,10 @@ def html(report: RunReport) -> str:
         parts.append('<section id="matrix"><h2>All pairs</h2>')
         parts += [_matrix_html(m) for m in report.run.matrices]
         parts.append("</section>")
-    parts.append(f'<section id="checks"><h2>Checks</h2>{_checks_html(report.checks)}</section>')
+    parts.append(f'<section id="checks"><h2>Checks</h2>{_checks_html(report.checks)}')
+    if report.checks_after is not None:
+        parts.append(f"<h3>After the fixes</h3>{_checks_html(report.checks_after)}")
+    parts.append("</section>")
     parts.append('<section id="discovery"><h2>Discovery and cabling</h2>')
     discovery = _discovery(report)
     if discovery is None:

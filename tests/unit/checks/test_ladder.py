@@ -80,6 +80,7 @@ def test_the_takeaway_table_has_a_line_per_rung() -> None:
         "rung": "rdma-bw",
         "result": "-",
         "full duplex": "-",
+        "wire peak TX / TX+RX": "-",
         "busiest core": "-",
         "ceiling": "skipped",
         "why": "no RDMA devices on the nodes",

@@ -1,0 +1,133 @@
+"""`wirespeed commission`: the whole job in one command, from the cluster named to its report. Thin: the options
+checked, the engine's steps run with their progress said as they go, the fixes asked for, and the run's own
+records rendered (before and after, side by side) with the report's path last."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from wirespeed.cli.bench import bench_flags, shared_options
+from wirespeed.cli.common import Ctx, cluster_options, json_option, pass_ctx, resolve_remote
+from wirespeed.cli.output import Output
+from wirespeed.core.errors import ExitStatus, WirespeedError
+from wirespeed.core.fixplan import Operation
+from wirespeed.core.results import RungStatus
+from wirespeed.core.run import Run, RunStatus, StepStatus, phase_rows, takeaway
+from wirespeed.engine import rungs
+from wirespeed.engine.commission import Confirm
+from wirespeed.ui import render
+
+
+def exit_status(run: Run, fix_failed: bool) -> ExitStatus:
+    """130 interrupted; 1 stopped, a rung failed or a fix failed; 3 nothing measured; else 0."""
+    if run.status is RunStatus.INTERRUPTED:
+        return ExitStatus.INTERRUPTED
+    if run.status is RunStatus.FAILED or fix_failed or any(r.status is RungStatus.FAILED for r in run.rungs):
+        return ExitStatus.FINDING
+    if not any(r.status is RungStatus.RAN for r in run.rungs):
+        return ExitStatus.NOT_MEASURED
+    return ExitStatus.OK
+
+
+def _ask(out: Output, yes: bool) -> Confirm:
+    """Whether to apply the fixes: --yes says so; a terminal is asked, with the plan shown; otherwise no."""
+    from wirespeed.engine.fix import FixPlan
+    from wirespeed.ui.fix import fix_plan_view
+
+    def confirm(plan: dict[str, list[Operation]], notes: dict[str, list[str]]) -> bool:
+        out.console.print(fix_plan_view(FixPlan(plan, notes=notes)))
+        if yes:
+            return True
+        if not sys.stdin.isatty():
+            out.message("wirespeed: not applied: no terminal to ask (run again with --yes to apply, --no-fix to skip)")
+            return False
+        return click.confirm("Apply these changes (each network change rolls back unless the node still answers)?")
+
+    return confirm
+
+
+@click.command("commission")
+@cluster_options
+@click.option("--yes", is_flag=True, help="Apply the fixes without asking.")
+@click.option("--no-fix", is_flag=True, help="Measure the cluster as it is; change nothing.")
+@click.option("--rungs", "what", type=click.Choice(rungs.names()), default="ladder", show_default=True,
+              help="Which rungs to climb: the whole ladder, a layer, or one rung.")  # fmt: skip
+@bench_flags
+@click.option("--rollback-after", type=float, default=20.0, show_default=True,
+              help="Seconds a node waits for confirmation before undoing a network change by itself.")  # fmt: skip
+@click.option(
+    "--runs", "runs_dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
+    help="Where run directories are written.",
+)  # fmt: skip
+@json_option
+@pass_ctx
+def commission_cmd(
+    ctx: Ctx,
+    /,
+    cluster_file: Path | None,
+    hosts: str | None,
+    user: str | None,
+    yes: bool,
+    no_fix: bool,
+    what: str,
+    rollback_after: float,
+    runs_dir: Path,
+    json_mode: bool,
+    **flags: Any,
+) -> ExitStatus:
+    """Commission the cluster: discover every node (wirespeed shipped where missing), find which rungs can run,
+    check every known pitfall, measure, fix what can be fixed (asked first, or --yes), check again, measure again,
+    and write one report with every rung before and after the fixes. It stops, saying what to do by hand, when a
+    node cannot be read, ssh between the nodes fails, or no rung can run.
+
+    Exit status: 0 commissioned; 1 stopped, or a rung or a fix failed; 3 nothing could be measured; 130 interrupted
+    (what was measured is kept, and the run says so)."""
+    from wirespeed.adapters.signals import signals_interrupt
+    from wirespeed.engine import commission as engine
+    from wirespeed.engine.report import load_report
+    from wirespeed.engine.runs import load_run
+    from wirespeed.ui import report as view
+
+    out = ctx.output(json_mode)
+    options = engine.CommissionOptions(shared_options(**flags), what, not no_fix, rollback_after)
+    remote = resolve_remote(out, cluster_file, hosts, user)
+    run_dir = engine.start(remote, options, runs_dir, ctx.argv)
+    out.message(
+        f"wirespeed: commissioning {remote.cluster.name} ({', '.join(remote.cluster.names)}): run {run_dir.name}"
+    )
+
+    def said(text: str) -> None:
+        out.message(f"wirespeed: {text}")
+
+    with signals_interrupt():
+        done = engine.commission(remote, options, run_dir, say=said, confirm=_ask(out, yes))
+    steps = done.steps
+    started = steps.begin("report", "one page with every step and every rung") if steps else 0.0
+    target = run_dir.path / "report.html"
+    try:
+        target.write_text(view.html(load_report(run_dir.path)), encoding="utf-8")
+    except OSError as exc:
+        raise WirespeedError(f"{target}: cannot write the report: {exc.strerror or exc}") from None
+    if steps:
+        steps.end("report", started, StepStatus.DONE, str(target))
+    run = load_run(run_dir.path)
+    if json_mode:
+        out.data({
+            "run": str(run_dir.path), "name": run.name, "status": run.status.value, "state": run.state(),
+            "steps": [s.to_json() for s in (run.record.steps if run.record else ())], "stopped": done.stopped,
+            "before_after": [row.to_json() for row in phase_rows(run)], "rungs": [r.to_json() for r in run.rungs],
+            "report": str(target), "problems": list(run.problems),
+        })  # fmt: skip
+    else:
+        for line in done.stopped:
+            out.message(f"wirespeed: to do by hand: {line}")
+        if run.in_phase("after"):
+            out.console.print(render.phase_table(phase_rows(run)))
+        elif run.rungs:
+            out.console.print(render.takeaway_table(takeaway(run.rungs)))
+        out.message(f"wirespeed: {run.state()}; the report: {target}")
+    return exit_status(run, done.fix_failed)

@@ -1,0 +1,279 @@
+"""`wirespeed commission`: the whole job as one run. Discover the nodes (the agent shipped where missing), find up
+front which rungs can run where, check every known pitfall, measure before, fix what can be fixed (asked first),
+check again, measure after, and write the report: one run directory whose `run.json` holds every step as it ends,
+with the rungs measured before the fixes in `before/` and after them in `after/`.
+
+It stops, with what to do by hand, where going on would measure nothing true: a node that cannot be read, no ssh
+between the nodes (`ssh.mesh`), no rung that can run. Everything else the checks find is either fixed or shown
+beside the figures it explains.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from wirespeed import __version__
+from wirespeed.core.checks.model import CheckInput, CheckRun, CheckStatus
+from wirespeed.core.discovery import Discovery
+from wirespeed.core.errors import WirespeedError
+from wirespeed.core.fixplan import Operation, plan_nodes
+from wirespeed.core.results import NotRunnable, RungResult, RungStatus
+from wirespeed.core.run import NodeRef, RunRecord, RunStatus, Step, StepStatus
+from wirespeed.engine import checks as checking
+from wirespeed.engine import rungs
+from wirespeed.engine.bench import defaults_from_checks
+from wirespeed.engine.discover import discover_live
+from wirespeed.engine.progress import still, ticking
+from wirespeed.engine.remote import Remote
+from wirespeed.engine.rundir import RunDirectory, utc_now
+from wirespeed.engine.rungs.base import BenchOptions, Rung, RungContext, preflight, run_rung
+
+STEPS = ("discover", "preflight", "checks", "bench before", "fix", "checks after", "bench after", "report")
+STOP_CHECKS = ("ssh.mesh",)  # no fix mends these, and no figure is true without them
+PHASES = ("before", "after")
+
+
+@dataclass
+class CommissionOptions:
+    bench: BenchOptions = field(default_factory=BenchOptions)
+    what: str = "ladder"  # the rungs: `ladder`, a layer, or one rung (`--rungs`)
+    fix: bool = True  # --no-fix: measure once, change nothing
+    rollback_s: float = 20.0
+
+
+@dataclass
+class Commission:
+    """What the command shows at the end; the run directory holds the same."""
+
+    run_dir: RunDirectory
+    status: RunStatus = RunStatus.RUNNING
+    reason: str | None = None
+    stopped: list[str] = field(default_factory=list)  # what to do by hand, one line each
+    fixed: bool = False
+    fix_failed: bool = False
+    steps: _Steps | None = None  # the last step (the report) is the command's to write
+
+
+class Stop(Exception):
+    """A step found what makes the rest meaningless: the run ends `failed` with this reason and these lines."""
+
+    def __init__(self, reason: str, todo: Sequence[str] = ()) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.todo = list(todo)
+
+
+Confirm = Callable[[dict[str, list[Operation]], dict[str, list[str]]], bool]
+
+
+def start(remote: Remote, options: CommissionOptions, root: Path, command: Sequence[str]) -> RunDirectory:
+    try:
+        run_dir = RunDirectory(root)
+    except OSError as exc:
+        raise WirespeedError(f"{root}: cannot write the run directory: {exc.strerror or exc}",
+                             hint="--runs DIR somewhere writable") from None  # fmt: skip
+    chosen = [r.name for r in rungs.select(options.what, options.bench.collectives)]
+    planned = [f"before/{name}" for name in chosen] + ([f"after/{name}" for name in chosen] if options.fix else [])
+    run_dir.start(
+        RunRecord(
+            wirespeed_version=__version__, command=tuple(command), what="commission",
+            options={**options.bench.to_json(), "rungs": options.what, "fix": options.fix},
+            cluster=remote.cluster.name, nodes=tuple(NodeRef(n.name, n.host) for n in remote.cluster.nodes),
+            started_utc=utc_now(), planned=tuple(planned), host=socket.gethostname(), pid=os.getpid(),
+            phases=PHASES if options.fix else PHASES[:1],
+        )
+    )  # fmt: skip
+    return run_dir
+
+
+class _Steps:
+    """Numbers the steps as they start (`[3/7] checks`), times them, and records each in the run as it ends."""
+
+    def __init__(self, run_dir: RunDirectory, say: Callable[[str], None]) -> None:
+        self.run_dir, self.say, self.number = run_dir, say, 0
+
+    def begin(self, name: str, doing: str) -> float:
+        self.number += 1
+        self.say(f"[{self.number}/{len(STEPS)}] {name}: {doing}")
+        return time.monotonic()
+
+    def end(self, name: str, started: float, status: StepStatus, detail: str) -> None:
+        self.run_dir.step(Step(name, status, detail, time.monotonic() - started))
+        self.say(f"[{self.number}/{len(STEPS)}] {name}: {status.value}{': ' + detail if detail else ''}")
+
+
+def _discover(remote: Remote, say: Callable[[str], None]) -> Discovery:
+    count = len(remote.cluster.nodes)
+    with ticking(say, still(f"reading {count} node(s) and probing the cabling")):
+        found = discover_live(remote, probe=True)
+    if found.errors:
+        raise Stop(f"{len(found.errors)} node(s) could not be read", list(found.errors.values()))
+    return found
+
+
+def _checks(remote: Remote, found: Discovery, say: Callable[[str], None]) -> CheckRun:
+    ids = checking.select([], [])
+    with ticking(say, still("checking: MTU pings across every link, ssh between every pair, error counters")):
+        active = checking.measure_active(remote, found, ids)
+        return checking.run_checks(found, ids, active)
+
+
+def _counts(run: CheckRun) -> str:
+    counts = {status: sum(r.status is status for r in run.results) for status in CheckStatus}
+    return ", ".join(f"{n} {status.value}" for status, n in counts.items() if n)
+
+
+def _measure(
+    ctx: RungContext, runnable: Sequence[Rung], skipped: Sequence[tuple[str, NotRunnable]], say: Callable[[str], None]
+) -> tuple[int, int]:
+    """Each runnable rung in turn; the others written as skipped with preflight's reason. Returns (rungs that ran,
+    rungs in all)."""
+    for name, why in skipped:
+        ctx.run_dir.rung(RungResult(name, RungStatus.SKIPPED, why.reason, why.fix))
+    ran = 0
+    for index, rung in enumerate(runnable, start=1):
+        say(f"    {rung.name} ({index} of {len(runnable)}) ...")
+        result = run_rung(rung, ctx)
+        ran += result.status is RungStatus.RAN
+        if result.status is not RungStatus.RAN:
+            say(f"    {result.rung} {result.status.value}: {result.reason}")
+    return ran, len(runnable) + len(skipped)
+
+
+def commission(
+    remote: Remote,
+    options: CommissionOptions,
+    run_dir: RunDirectory,
+    *,
+    say: Callable[[str], None],
+    confirm: Confirm,
+) -> Commission:
+    """Every step in turn, each recorded as it ends; a signal ends the run `interrupted`, a `Stop` ends it `failed`
+    with what to do by hand, and whatever else goes wrong ends it `failed` and goes on up."""
+    steps = _Steps(run_dir, say)
+    done = Commission(run_dir, steps=steps)
+    with remote.owned():
+        try:
+            _run(remote, options, run_dir, steps, done, say, confirm)
+            done.status = RunStatus.COMPLETE
+        except Stop as stop:
+            done.status, done.reason, done.stopped = RunStatus.FAILED, f"stopped: {stop.reason}", stop.todo
+        except KeyboardInterrupt as exc:
+            done.status = RunStatus.INTERRUPTED
+            done.reason = getattr(exc, "reason", None) or "interrupted (Ctrl-C)"
+        except BaseException as exc:
+            run_dir.finish(RunStatus.FAILED, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            raise
+    run_dir.finish(done.status, done.reason)
+    return done
+
+
+def _run(
+    remote: Remote,
+    options: CommissionOptions,
+    run_dir: RunDirectory,
+    steps: _Steps,
+    done: Commission,
+    say: Callable[[str], None],
+    confirm: Confirm,
+) -> None:
+    started = steps.begin("discover", f"{len(remote.cluster.nodes)} node(s): facts, cabling probe")
+    try:
+        found = _discover(remote, say)
+    except Stop as stop:
+        steps.end("discover", started, StepStatus.STOPPED, stop.reason)
+        raise
+    run_dir.write_json("discovery.json", found.to_json())
+    steps.end("discover", started, StepStatus.DONE, f"{len(found.facts)} node(s), {len(found.cabling.links)} link(s)")
+
+    started = steps.begin("preflight", "which rungs can run, and the tools each needs on every node")
+    chosen = rungs.select(options.what, options.bench.collectives)
+    ctx = RungContext(remote, found, options.bench, run_dir.phase_dir("before"), tick=say)
+    runnable, skipped = preflight(ctx, chosen)
+    for name, why in skipped:
+        say(f"    {name} will not run: {why.reason} (fix: {why.fix})")
+    if not runnable:
+        steps.end("preflight", started, StepStatus.STOPPED, "no rung can run here")
+        raise Stop("no rung can run here", [f"{name}: {why.reason} (fix: {why.fix})" for name, why in skipped])
+    names = ", ".join(r.name for r in runnable)
+    steps.end("preflight", started, StepStatus.DONE, f"{len(runnable)} of {len(chosen)} rung(s) will run: {names}")
+
+    started = steps.begin("checks", "every known pitfall, with the active measurements")
+    checks = _checks(remote, found, say)
+    run_dir.write_json("before/checks.json", {**checks.to_json(), "active": True})
+    stops = [r for r in checks.results if r.id in STOP_CHECKS and r.status is CheckStatus.FAIL]
+    if stops:
+        todo = [f"{r.id}: {r.summary}" for r in stops]
+        todo += [f"  {f.node}: {f.description}" for r in stops for f in r.fixes]
+        if any(r.id == "ssh.mesh" for r in stops):
+            todo.append("`wirespeed init` on one node sets up ssh between all of them (it asks first)")
+        steps.end("checks", started, StepStatus.STOPPED, "; ".join(f"{r.id} fails" for r in stops))
+        raise Stop(f"{', '.join(r.id for r in stops)} fails: no fix mends it, and nothing can be measured without it",
+                   todo)  # fmt: skip
+    steps.end("checks", started, StepStatus.DONE, _counts(checks))
+
+    started = steps.begin("bench before", f"{len(runnable)} rung(s) as the cluster is now")
+    ctx.defaults = defaults_from_checks(checks)
+    ran, total = _measure(ctx, runnable, skipped, say)
+    steps.end("bench before", started, StepStatus.DONE, f"{ran} of {total} rung(s) ran")
+
+    started = steps.begin("fix", "what the checks found, planned per node")
+    nodes = plan_nodes(CheckInput(found.facts, found.cabling), checks.results)
+    plan = {node: p.operations for node, p in nodes.items() if p.operations}
+    notes = {node: p.notes for node, p in nodes.items() if p.notes}
+    if not options.fix:
+        steps.end("fix", started, StepStatus.SKIPPED, "--no-fix: measured as the cluster is, nothing changed")
+        _skip_after(steps)
+        return
+    if not plan:
+        steps.end("fix", started, StepStatus.SKIPPED, "nothing to change: the checks found nothing fix can mend")
+        _skip_after(steps)
+        return
+    if not confirm(plan, notes):
+        steps.end("fix", started, StepStatus.SKIPPED, "not applied (answered no): nothing changed")
+        _skip_after(steps)
+        return
+    from wirespeed.engine import fix as fixing
+
+    with ticking(say, still("applying the changes, then confirming every node still answers")):
+        outcomes = fixing.apply_plan(remote, plan, rollback_s=options.rollback_s)
+    fixing.write_record(run_dir.path / "fix-record.json", outcomes)
+    run_dir.write_json("fix.json", {
+        "plan": {node: [op.to_json() for op in ops] for node, ops in plan.items()}, "notes": notes,
+        "nodes": {o.node: {"applied": o.applied, "error": o.error, "confirmed": o.confirmed,
+                           "rolled_back": o.rolled_back} for o in outcomes},
+    })  # fmt: skip
+    failures = [o.error for o in outcomes if o.error]
+    failures += [f"{o.node}: {e['op']['target']}: {e['error']}" for o in outcomes for e in o.applied if not e["ok"]]
+    failures += [f"{o.node}: not reachable after the change: it restored the old values" for o in outcomes
+                 if o.rolled_back]  # fmt: skip
+    for line in failures:
+        say(f"    {line}")
+    changed = sum(len(ops) for ops in plan.values())
+    done.fixed, done.fix_failed = True, bool(failures)
+    undo = f"`wirespeed fix --revert --record {run_dir.path / 'fix-record.json'}` undoes them"
+    detail = f"{changed} change(s) on {len(plan)} node(s), {len(failures)} failed; {undo}"
+    steps.end("fix", started, StepStatus.FAILED if failures else StepStatus.DONE, detail)
+
+    started = steps.begin("checks after", "discovery and the checks again, as the fixes left the cluster")
+    found = _discover(remote, say)
+    run_dir.write_json("after/discovery.json", found.to_json())
+    after = _checks(remote, found, say)
+    run_dir.write_json("after/checks.json", {**after.to_json(), "active": True})
+    steps.end("checks after", started, StepStatus.DONE, _counts(after))
+
+    started = steps.begin("bench after", "the same rungs again, on the cluster as the fixes left it")
+    again = replace(ctx, discovery=found, run_dir=run_dir.phase_dir("after"), defaults=defaults_from_checks(after))
+    ran, total = _measure(again, *preflight(again, chosen), say)
+    steps.end("bench after", started, StepStatus.DONE, f"{ran} of {total} rung(s) ran")
+
+
+def _skip_after(steps: _Steps) -> None:
+    for name in ("checks after", "bench after"):
+        started = steps.begin(name, "")
+        steps.end(name, started, StepStatus.SKIPPED, "nothing was changed")
