@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from wirespeed.cli.common import Ctx, cluster_options, json_option, pass_ctx, resolve_remote
+from wirespeed.cli.common import Ctx, cluster_options, json_option, pass_ctx, resolve_remote, runs_option
 from wirespeed.cli.output import Output
 from wirespeed.core.errors import ExitStatus, UsageError
 from wirespeed.core.matrix import MatrixCell
@@ -112,10 +112,7 @@ def _show(out: Output, run: Run, path: Path) -> None:
 @cluster_options
 @click.argument("what", type=click.Choice([*rungs.names(), MATRIX]), default="ladder")
 @bench_flags
-@click.option(
-    "--runs", "runs_dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
-    help="Where run directories are written.",
-)  # fmt: skip
+@runs_option
 @json_option
 @pass_ctx
 def bench_cmd(

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from wirespeed.cli.bench import bench_flags, shared_options
-from wirespeed.cli.common import Ctx, cluster_options, json_option, pass_ctx, resolve_remote
+from wirespeed.cli.common import Ctx, cluster_options, json_option, pass_ctx, resolve_remote, runs_option
 from wirespeed.cli.output import Output
 from wirespeed.core.errors import ExitStatus, WirespeedError
 from wirespeed.core.fixplan import Operation
@@ -59,10 +59,7 @@ def _ask(out: Output, yes: bool) -> Confirm:
 @bench_flags
 @click.option("--rollback-after", type=float, default=20.0, show_default=True,
               help="Seconds a node waits for confirmation before undoing a network change by itself.")  # fmt: skip
-@click.option(
-    "--runs", "runs_dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
-    help="Where run directories are written.",
-)  # fmt: skip
+@runs_option
 @json_option
 @pass_ctx
 def commission_cmd(

@@ -34,6 +34,12 @@ class Ctx:
 pass_ctx = click.make_pass_decorator(Ctx)
 
 
+def runs_option(func: Any) -> Any:
+    """Where run directories are written and read (`bench`, `commission`, `runs`, `compare`, `report`, ...)."""
+    return click.option("--runs", "runs_dir", type=click.Path(path_type=Path), default=Path("runs"),
+                        show_default=True, help="Where run directories are.")(func)  # fmt: skip
+
+
 def json_option(func: Any) -> Any:
     return click.option("--json", "json_mode", is_flag=True, help="Machine output on stdout; messages on stderr.")(func)
 

@@ -14,7 +14,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from wirespeed.cli.common import CONTEXT, Ctx
+from wirespeed.cli.common import CONTEXT, Ctx, runs_option
 from wirespeed.cli.output import Output
 from wirespeed.core import imported, importer
 from wirespeed.core.errors import ExitStatus, UsageError, WirespeedError
@@ -81,8 +81,7 @@ def _show(out: Output, obj: dict[str, Any], json_mode: bool) -> None:
     help="Also keep each file's object beside a run (a name `wirespeed runs` prints, a path, `latest` or "
     "`baseline`), as RUN/imported/<file stem>.<tool>.json: evidence in its report, never one of its rungs.",
 )
-@click.option("--runs", "runs_dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
-              help="Where run directories are.")  # fmt: skip
+@runs_option
 @click.option("--json", "json_mode", is_flag=True, help="One JSON object per file and line (JSON Lines) on stdout.")
 @click.pass_obj
 def import_cmd(ctx: Ctx, files: tuple[Path, ...], into: str | None, runs_dir: Path, json_mode: bool) -> ExitStatus:

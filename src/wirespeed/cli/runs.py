@@ -8,15 +8,10 @@ from typing import Any
 
 import click
 
-from wirespeed.cli.common import CONTEXT, Ctx, json_option, pass_ctx
+from wirespeed.cli.common import CONTEXT, Ctx, json_option, pass_ctx, runs_option
 from wirespeed.cli.output import Output
 from wirespeed.core.errors import ExitStatus, UsageError, WirespeedError
 from wirespeed.core.run import Run
-
-RUNS_OPTION = click.option(
-    "--runs", "runs_dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
-    help="Where run directories are.",
-)  # fmt: skip
 
 
 def _problems(out: Output, run: Run) -> None:
@@ -37,7 +32,7 @@ def _rung_summary(run: Run) -> dict[str, Any]:
 
 
 @click.command("runs")
-@RUNS_OPTION
+@runs_option
 @json_option
 @pass_ctx
 def runs_cmd(ctx: Ctx, runs_dir: Path, json_mode: bool) -> ExitStatus:
@@ -79,7 +74,7 @@ def baseline_group() -> None:
 
 @baseline_group.command("set")
 @click.argument("run")
-@RUNS_OPTION
+@runs_option
 @pass_ctx
 def baseline_set(ctx: Ctx, run: str, runs_dir: Path) -> None:
     """Mark RUN (a name `wirespeed runs` prints, a path, or `latest`) as the baseline."""
@@ -93,7 +88,7 @@ def baseline_set(ctx: Ctx, run: str, runs_dir: Path) -> None:
 @click.argument("runs", nargs=-1)
 @click.option("--threshold", type=click.FloatRange(0, 100), default=5.0, show_default=True,
               help="Percent a figure may get worse before it counts (lower bandwidth, higher latency).")  # fmt: skip
-@RUNS_OPTION
+@runs_option
 @json_option
 @pass_ctx
 def compare_cmd(ctx: Ctx, runs: tuple[str, ...], threshold: float, runs_dir: Path, json_mode: bool) -> ExitStatus:
@@ -152,7 +147,7 @@ def _figure(value: float | None) -> str:
 @click.option("--format", "fmt", type=click.Choice(["html", "md", "json"]), default="html", show_default=True)
 @click.option("-o", "--output", "output", type=click.Path(path_type=Path), default=None,
               help="File to write ('-': stdout). Default: RUN/report.html, or stdout for md and json.")  # fmt: skip
-@RUNS_OPTION
+@runs_option
 @pass_ctx
 def report_cmd(ctx: Ctx, run: str, fmt: str, output: Path | None, runs_dir: Path) -> ExitStatus:
     """The report of one run (a name `wirespeed runs` prints, a path, `latest` (the default) or `baseline`): the

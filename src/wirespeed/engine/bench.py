@@ -17,12 +17,12 @@ from wirespeed.core.checks.model import CheckRun, CheckStatus
 from wirespeed.core.discovery import Discovery
 from wirespeed.core.errors import WirespeedError
 from wirespeed.core.matrix import MatrixCell, MatrixResult
-from wirespeed.core.results import RungResult, RungStatus
+from wirespeed.core.results import NotRunnable, RungResult, RungStatus
 from wirespeed.core.run import NodeRef, RunRecord, RunStatus
 from wirespeed.engine import rungs
 from wirespeed.engine.remote import Remote
-from wirespeed.engine.rundir import RunDirectory, utc_now
-from wirespeed.engine.rungs.base import BenchOptions, RungContext, preflight, run_rung
+from wirespeed.engine.rundir import RunDirectory, ending, utc_now
+from wirespeed.engine.rungs.base import BenchOptions, Rung, RungContext, preflight, run_rung
 
 MATRIX = "matrix"
 DEFAULTS_CHECKS = ("mtu.host", "sysctl.tcp")
@@ -109,42 +109,47 @@ def bench(
     """Climb the rungs of `what` (or the matrix layers) and end the run's record. A signal ends it `interrupted`
     and returns what was measured; any other error ends it `failed` and goes on up."""
     done = BenchRun(run_dir)
-    with remote.owned():
-        try:
-            if what == MATRIX:
-                from wirespeed.engine.matrix import LAYERS, run_matrix
+    with remote.owned(), ending(run_dir) as end:
+        if what == MATRIX:
+            from wirespeed.engine.matrix import LAYERS, run_matrix
 
-                for layer in LAYERS:
-                    say(f"matrix {layer} ...")
+            for layer in LAYERS:
+                say(f"matrix {layer} ...")
 
-                    def heard(number: int, total: int, cells: list[MatrixCell], layer: str = layer) -> None:
-                        if on_round is not None:
-                            on_round(layer, number, total, cells)
+                def heard(number: int, total: int, cells: list[MatrixCell], layer: str = layer) -> None:
+                    if on_round is not None:
+                        on_round(layer, number, total, cells)
 
-                    done.matrices.append(run_matrix(remote, discovery, layer, replace(options, bidir=True), run_dir,
-                                                    on_round=heard))  # fmt: skip
-            else:
-                chosen = rungs.select(what, options.collectives)
-                needs_defaults = any(r.layer in ("tcp", "rdma") for r in chosen)
-                ctx = RungContext(remote, discovery, options, run_dir,
-                                  defaults_evidence(discovery) if needs_defaults else (), tick=say)  # fmt: skip
-                runnable, skipped = preflight(ctx, chosen)
-                for name, why in skipped:  # said and written before anything is measured
-                    done.results.append(run_dir.rung(RungResult(name, RungStatus.SKIPPED, why.reason, why.fix)))
-                    say(f"{name} will not run: {why.reason} (fix: {why.fix})")
-                for index, rung in enumerate(runnable, start=1):
-                    say(f"{rung.name} ({index} of {len(runnable)}) ...")
-                    result = run_rung(rung, ctx)
-                    done.results.append(result)
-                    if result.status is not RungStatus.RAN:
-                        fix = f" (fix: {result.fix})" if result.fix else ""
-                        say(f"{result.rung} {result.status.value}: {result.reason}{fix}")
-            done.status = RunStatus.COMPLETE
-        except KeyboardInterrupt as exc:
-            done.status = RunStatus.INTERRUPTED
-            done.reason = getattr(exc, "reason", None) or "interrupted (Ctrl-C)"
-        except BaseException as exc:
-            run_dir.finish(RunStatus.FAILED, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-            raise
-    run_dir.finish(done.status, done.reason)
+                done.matrices.append(run_matrix(remote, discovery, layer, replace(options, bidir=True), run_dir,
+                                                on_round=heard))  # fmt: skip
+        else:
+            chosen = rungs.select(what, options.collectives)
+            needs_defaults = any(r.layer in ("tcp", "rdma") for r in chosen)
+            ctx = RungContext(remote, discovery, options, run_dir,
+                              defaults_evidence(discovery) if needs_defaults else (), tick=say)  # fmt: skip
+            runnable, skipped = preflight(ctx, chosen)
+            for name, why in skipped:
+                say(f"{name} will not run: {why.reason} (fix: {why.fix})")
+            done.results = climb(ctx, runnable, skipped, say)
+    done.status, done.reason = end.status, end.reason
     return done
+
+
+def climb(
+    ctx: RungContext,
+    runnable: Sequence[Rung],
+    skipped: Sequence[tuple[str, NotRunnable]],
+    say: Callable[[str], None],
+    indent: str = "",
+) -> list[RungResult]:
+    """The rungs preflight left: the skipped written first with their reason and fix (nothing ran for them), then
+    each runnable one in turn, each written the moment it ends. A rung that did not run is said in one line."""
+    results = [ctx.run_dir.rung(RungResult(name, RungStatus.SKIPPED, why.reason, why.fix)) for name, why in skipped]
+    for index, rung in enumerate(runnable, start=1):
+        say(f"{indent}{rung.name} ({index} of {len(runnable)}) ...")
+        result = run_rung(rung, ctx)
+        results.append(result)
+        if result.status is not RungStatus.RAN:
+            fix = f" (fix: {result.fix})" if result.fix else ""
+            say(f"{indent}{result.rung} {result.status.value}: {result.reason}{fix}")
+    return results

@@ -22,16 +22,16 @@ from wirespeed.core.checks.model import CheckInput, CheckRun, CheckStatus
 from wirespeed.core.discovery import Discovery
 from wirespeed.core.errors import WirespeedError
 from wirespeed.core.fixplan import Operation, plan_nodes
-from wirespeed.core.results import NotRunnable, RungResult, RungStatus
+from wirespeed.core.results import NotRunnable, RungStatus
 from wirespeed.core.run import NodeRef, RunRecord, RunStatus, Step, StepStatus
 from wirespeed.engine import checks as checking
 from wirespeed.engine import rungs
-from wirespeed.engine.bench import defaults_from_checks
+from wirespeed.engine.bench import climb, defaults_from_checks
 from wirespeed.engine.discover import discover_live
 from wirespeed.engine.progress import still, ticking
 from wirespeed.engine.remote import Remote
-from wirespeed.engine.rundir import RunDirectory, utc_now
-from wirespeed.engine.rungs.base import BenchOptions, Rung, RungContext, preflight, run_rung
+from wirespeed.engine.rundir import RunDirectory, ending, utc_now
+from wirespeed.engine.rungs.base import BenchOptions, Rung, RungContext, preflight
 
 STEPS = ("discover", "preflight", "checks", "bench before", "fix", "checks after", "bench after", "report")
 STOP_CHECKS = ("ssh.mesh",)  # no fix mends these, and no figure is true without them
@@ -130,19 +130,10 @@ def _counts(run: CheckRun) -> str:
 
 def _measure(
     ctx: RungContext, runnable: Sequence[Rung], skipped: Sequence[tuple[str, NotRunnable]], say: Callable[[str], None]
-) -> tuple[int, int]:
-    """Each runnable rung in turn; the others written as skipped with preflight's reason. Returns (rungs that ran,
-    rungs in all)."""
-    for name, why in skipped:
-        ctx.run_dir.rung(RungResult(name, RungStatus.SKIPPED, why.reason, why.fix))
-    ran = 0
-    for index, rung in enumerate(runnable, start=1):
-        say(f"    {rung.name} ({index} of {len(runnable)}) ...")
-        result = run_rung(rung, ctx)
-        ran += result.status is RungStatus.RAN
-        if result.status is not RungStatus.RAN:
-            say(f"    {result.rung} {result.status.value}: {result.reason}")
-    return ran, len(runnable) + len(skipped)
+) -> str:
+    """The rungs preflight left, in turn: how many of them ran, in words for the step's line."""
+    results = climb(ctx, runnable, skipped, say, indent="    ")
+    return f"{sum(r.status is RungStatus.RAN for r in results)} of {len(results)} rung(s) ran"
 
 
 def commission(
@@ -157,19 +148,12 @@ def commission(
     with what to do by hand, and whatever else goes wrong ends it `failed` and goes on up."""
     steps = _Steps(run_dir, say)
     done = Commission(run_dir, steps=steps)
-    with remote.owned():
+    with remote.owned(), ending(run_dir) as end:
         try:
             _run(remote, options, run_dir, steps, done, say, confirm)
-            done.status = RunStatus.COMPLETE
         except Stop as stop:
-            done.status, done.reason, done.stopped = RunStatus.FAILED, f"stopped: {stop.reason}", stop.todo
-        except KeyboardInterrupt as exc:
-            done.status = RunStatus.INTERRUPTED
-            done.reason = getattr(exc, "reason", None) or "interrupted (Ctrl-C)"
-        except BaseException as exc:
-            run_dir.finish(RunStatus.FAILED, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-            raise
-    run_dir.finish(done.status, done.reason)
+            end.status, end.reason, done.stopped = RunStatus.FAILED, f"stopped: {stop.reason}", stop.todo
+    done.status, done.reason = end.status, end.reason
     return done
 
 
@@ -219,8 +203,7 @@ def _run(
 
     started = steps.begin("bench before", f"{len(runnable)} rung(s) as the cluster is now")
     ctx.defaults = defaults_from_checks(checks)
-    ran, total = _measure(ctx, runnable, skipped, say)
-    steps.end("bench before", started, StepStatus.DONE, f"{ran} of {total} rung(s) ran")
+    steps.end("bench before", started, StepStatus.DONE, _measure(ctx, runnable, skipped, say))
 
     started = steps.begin("fix", "what the checks found, planned per node")
     nodes = plan_nodes(CheckInput(found.facts, found.cabling), checks.results)
@@ -269,8 +252,7 @@ def _run(
 
     started = steps.begin("bench after", "the same rungs again, on the cluster as the fixes left it")
     again = replace(ctx, discovery=found, run_dir=run_dir.phase_dir("after"), defaults=defaults_from_checks(after))
-    ran, total = _measure(again, *preflight(again, chosen), say)
-    steps.end("bench after", started, StepStatus.DONE, f"{ran} of {total} rung(s) ran")
+    steps.end("bench after", started, StepStatus.DONE, _measure(again, *preflight(again, chosen), say))
 
 
 def _skip_after(steps: _Steps) -> None:

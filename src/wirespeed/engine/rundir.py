@@ -11,7 +11,9 @@ from __future__ import annotations
 import datetime
 import json
 import time
-from dataclasses import replace
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
@@ -99,3 +101,29 @@ class RunDirectory:
             return
         self.record = replace(self.record, status=status, reason=reason, ended_utc=utc_now())
         self.write_json(RUN_FILE, self.record.to_json())
+
+
+@dataclass
+class Ending:
+    """How a run ended, as the block that ran it leaves it; a step may set it first (a stop with its reason)."""
+
+    status: RunStatus = RunStatus.RUNNING
+    reason: str | None = None
+
+
+@contextmanager
+def ending(run_dir: RunDirectory) -> Iterator[Ending]:
+    """The run's last word, however the block ends: `complete` (unless the block said otherwise), `interrupted`
+    by a signal (KeyboardInterrupt, or `Interrupted` naming SIGTERM/SIGHUP: what was measured is kept), or `failed`
+    with the error's first line, the error going on up."""
+    end = Ending()
+    try:
+        yield end
+        if end.status is RunStatus.RUNNING:
+            end.status = RunStatus.COMPLETE
+    except KeyboardInterrupt as exc:
+        end.status, end.reason = RunStatus.INTERRUPTED, getattr(exc, "reason", None) or "interrupted (Ctrl-C)"
+    except BaseException as exc:
+        run_dir.finish(RunStatus.FAILED, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        raise
+    run_dir.finish(end.status, end.reason)
