@@ -34,6 +34,27 @@ def say_how_to_name_it(out: Output, status: dict[str, Any]) -> None:
     out.message(f"export WIRESPEED_CLUSTER={path}")
 
 
+def account_line(status: dict[str, Any]) -> str | None:
+    """With `testbed up --user`: the nodes' account, its sudo and where its password is; None without."""
+    account = status.get("account")
+    if not account or status.get("phase") == "down":
+        return None
+    from wirespeed.testbed.account import SudoMode
+
+    uid = f" (uid {account['uid']})" if account.get("uid") is not None else ""
+    return (
+        f"account: {account['user']}{uid} on every node, {SudoMode(account['sudo']).describe()}; "
+        f"password in {account['password_file']} (root only); root cannot log in over ssh"
+    )
+
+
+def print_status(out: Output, status: dict[str, Any]) -> None:
+    out.console.print(render.testbed_status(status))
+    line = account_line(status)
+    if line:
+        out.console.print(line, style="dim", highlight=False, soft_wrap=True)
+
+
 @testbed.command("up")
 @prefix_option
 @click.option("--nodes", "-n", type=int, default=None, help="Number of nodes (direct: 2, ring: 3, switch: 2-16).")
@@ -45,6 +66,18 @@ def say_how_to_name_it(out: Output, status: dict[str, Any]) -> None:
 @click.option("--miswire", is_flag=True, help="Cross-cable: swap node 2's ports (a fault for discovery to find).")
 @click.option("--slurm", is_flag=True, help="Also run Slurm: slurmctld here, a slurmd inside every node.")
 @click.option("--mdns", is_flag=True, help="Every node announces ssh over mDNS (avahi), as a Spark does.")
+@click.option(
+    "--user",
+    default=None,
+    metavar="NAME",
+    help="Log in as this ordinary account (every node's own, with sudo), not root; root cannot log in then.",
+)
+@click.option(
+    "--sudo",
+    type=click.Choice(["password", "nopasswd"]),
+    default=None,
+    help="With --user: sudo asks the account's password (default, as on a Spark) or not (NOPASSWD).",
+)
 @json_option
 @pass_ctx
 def testbed_up(
@@ -59,9 +92,12 @@ def testbed_up(
     miswire: bool,
     slurm: bool,
     mdns: bool,
+    user: str | None,
+    sudo: str | None,
     json_mode: bool,
 ) -> ExitStatus:
-    """Create the emulated cluster (or recover a half-built one) and write its cluster file."""
+    """Create the emulated cluster (or recover a half-built one) and write its cluster file. With --user, ssh logs
+    in as that account (its password: `<testbed dir>/user-password`, readable by root only)."""
     from wirespeed.testbed import build
     from wirespeed.testbed.slurm import require_slurm, start_slurm
 
@@ -79,6 +115,8 @@ def testbed_up(
         switch_mtu=switch_mtu,
         miswire=miswire,
         mdns=mdns,
+        user=user,
+        sudo=sudo,
         progress=lambda text: out.message(f"testbed: {text}"),
     )
     if slurm:
@@ -88,7 +126,7 @@ def testbed_up(
     if json_mode:
         out.data(status)
     else:
-        out.console.print(render.testbed_status(status))
+        print_status(out, status)
     say_how_to_name_it(out, status)
     return ExitStatus.OK if state.phase == "up" else ExitStatus.FINDING
 
@@ -124,7 +162,7 @@ def testbed_status(ctx: Ctx, prefix: str, json_mode: bool) -> ExitStatus:
     if json_mode:
         out.data(status)
     else:
-        out.console.print(render.testbed_status(status))
+        print_status(out, status)
     say_how_to_name_it(out, status)
     return ExitStatus.OK if status["phase"] == "up" else ExitStatus.FINDING
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import pwd
 import shutil
 import socket
@@ -17,7 +18,7 @@ from wirespeed.adapters.configroot import CONFIG_ROOT_ENV
 from wirespeed.core.errors import TestbedError, UsageError
 from wirespeed.core.inventory import Cluster, Node, render_cluster_toml
 from wirespeed.core.units import format_rate, tc_rate
-from wirespeed.testbed import system
+from wirespeed.testbed import account, system
 from wirespeed.testbed.login import furnish_home
 from wirespeed.testbed.plan import (
     MGMT_BRIDGE,
@@ -33,7 +34,7 @@ from wirespeed.testbed.plan import (
 from wirespeed.testbed.state import TestbedState, all_states, load_state, testbed_dir
 
 Progress = Callable[[str], None]
-SSH_USER = "root"
+HOST_ACCOUNT_FILES = ("passwd", "shadow", "group", "gshadow")  # in /etc; the node has copies of its own (--user)
 
 
 def _quiet(_: str) -> None:
@@ -70,6 +71,27 @@ exec "$@"
 """
 
 
+# With `testbed up --user NAME`, every node has an account of its own (testbed/account.py) that exists only inside the
+# node: private copies of this host's /etc/passwd, shadow, group, gshadow and sudoers.d with the account added (and
+# of /etc/hosts with the node's own name, which sudo looks up), bind-mounted over this host's in sshd's private mount
+# namespace (where root's home overlay is made), and /home an overlay whose node-own layer holds the account's home
+# (this host's /home, unchanged, below; without overlayfs the node's layer alone). /usr/local is an overlay of the
+# node's own too, so that what root installs there on a node (`init --sudoers`' agent) stays on that node. The
+# mounts live and die with the node's sshd; this host's files are only read. `testbed exec` enters a node without
+# them, as root.
+_ACCOUNT_SCRIPT = r"""etc=$1 layer=$2 local=$3; shift 3
+for file in "$etc"/*; do
+  mount --bind "$file" "/etc/${file##*/}" || exit 1
+done
+mount -t overlay wirespeed-homes -o "lowerdir=/home,upperdir=$layer/upper,workdir=$layer/work" /home 2>/dev/null \
+  || mount --bind "$layer/upper" /home || exit 1
+mkdir -p "$local/upper" "$local/work"
+mount -t overlay wirespeed-local -o "lowerdir=/usr/local,upperdir=$local/upper,workdir=$local/work" /usr/local \
+  2>/dev/null || echo "wirespeed testbed: no overlayfs: nodes share /usr/local" >&2
+exec "$@"
+"""
+
+
 # With `testbed up --mdns`, each node also announces ssh over mDNS, as a Spark's avahi does: a D-Bus system bus and
 # avahi-daemon of its own (their /run directories private to sshd's mount namespace, so `avahi-browse` in a session
 # talks to its own node's daemon), with an ssh service file in a services directory of its own.
@@ -90,6 +112,18 @@ SSH_SERVICE = """<?xml version="1.0" standalone='no'?>
 </service-group>
 """
 MDNS_TOOLS = ("dbus-daemon", "avahi-daemon", "avahi-browse")
+
+
+def _write_like(path: Path, text: str, model: Path) -> None:
+    """Write `text` to `path` with the mode and owner of this host's `model` (shadow stays root:shadow 0640)."""
+    path.write_text(text)
+    try:
+        info = model.stat()
+    except OSError:
+        path.chmod(0o644)
+        return
+    path.chmod(info.st_mode & 0o7777)
+    os.chown(path, info.st_uid, info.st_gid)
 
 
 def node_argv(state: TestbedState, node: str, argv: list[str]) -> list[str]:
@@ -223,6 +257,57 @@ class _Builder:
             path.touch()
             system.run(["unshare", f"--uts={path}", "hostname", node.name], f"{node.name}: setting host name")
 
+    def make_account(self, public_key: str) -> account.Account | None:
+        """With `--user`: the account's password (in the testbed's directory, root only), and every node's private
+        account files and home layer, ready for its sshd to mount. None without `--user`."""
+        plan = self.plan
+        if plan.user is None:
+            return None
+        host = {
+            name: (Path("/etc") / name).read_text() for name in HOST_ACCOUNT_FILES if (Path("/etc") / name).exists()
+        }
+        uid = account.free_id(host.get("passwd", ""), host.get("group", ""))
+        user = account.Account(name=plan.user, uid=uid, gid=uid, sudo=account.SudoMode(plan.sudo))
+        password = account.new_password()
+        password_file = self.dir / account.PASSWORD_FILE
+        fd = os.open(password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(password + "\n")
+        password_file.chmod(0o600)
+        files = account.node_etc(
+            host, user, account.sha512_crypt(password, account.new_salt()), int(time.time() // 86400)
+        )
+        for node in plan.nodes:
+            node_dir = self.dir / "nodes" / node.name
+            etc = node_dir / "etc"
+            etc.mkdir(parents=True, exist_ok=True)
+            for name, text in files.items():
+                _write_like(etc / name, text, Path("/etc") / name)
+            hosts = Path("/etc/hosts")
+            if hosts.exists():  # the node's own name in it, for sudo
+                _write_like(etc / "hosts", account.hosts_text(hosts.read_text(), node.name), hosts)
+            sudo_state = node_dir / "sudo"
+            sudo_state.mkdir(mode=0o700, exist_ok=True)
+            shutil.copytree("/etc/sudoers.d", etc / "sudoers.d", symlinks=True)
+            dropin = etc / "sudoers.d" / account.sudoers_name(user)
+            dropin.write_text(account.sudoers_text(user, str(sudo_state)))
+            dropin.chmod(0o440)
+            layer = node_dir / "homes"
+            for sub in ("upper", "work"):
+                (layer / sub).mkdir(parents=True, exist_ok=True)
+            home = layer / "upper" / user.name
+            if Path("/etc/skel").is_dir():
+                shutil.copytree("/etc/skel", home, symlinks=True)  # as adduser starts a home
+            furnish_home(home, first=node.index == 1)  # node 1: wirespeed in ~/.local/bin, as pipx
+            dot_ssh = home / ".ssh"
+            dot_ssh.mkdir(mode=0o700, exist_ok=True)
+            (dot_ssh / "authorized_keys").write_text(public_key)
+            (dot_ssh / "authorized_keys").chmod(0o600)
+            home.chmod(0o750)
+            for path in [home, *home.rglob("*")]:
+                os.lchown(path, user.uid, user.gid)
+        return user
+
     def ssh(self, state: TestbedState) -> None:
         plan = self.plan
         keys = self.dir / "keys"
@@ -235,6 +320,9 @@ class _Builder:
         authorized = self.dir / "authorized_keys"
         authorized.write_text(client_key.with_suffix(".pub").read_text())
         authorized.chmod(0o600)
+        user = self.make_account(authorized.read_text())
+        if user:
+            self.progress(f"account {user.name} (uid {user.uid}) on every node; root cannot log in over ssh")
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
         known_hosts: list[str] = []
         for node in plan.nodes:
@@ -256,8 +344,11 @@ class _Builder:
                         "ListenAddress 0.0.0.0",  # every address of the node, as a real node's sshd (inside its netns)
                         "Port 22",
                         f"HostKey {host_key}",
-                        f"AuthorizedKeysFile {authorized} .ssh/authorized_keys",  # the controller's, the node's own
-                        "PermitRootLogin prohibit-password",
+                        # root: the controller's key and the node's own; an account: its own (sshd reads them as it)
+                        "AuthorizedKeysFile .ssh/authorized_keys"
+                        if user
+                        else f"AuthorizedKeysFile {authorized} .ssh/authorized_keys",
+                        f"PermitRootLogin {'no' if user else 'prohibit-password'}",  # as on a Spark with an account
                         "PasswordAuthentication no",
                         "KbdInteractiveAuthentication no",
                         "UsePAM no",
@@ -271,12 +362,15 @@ class _Builder:
                 )
             )
             home = node_dir / "home"  # the node's own layer over root's home: its ~/.ssh, ~/.config
-            user_home = pwd.getpwnam(SSH_USER).pw_dir
+            root_home = pwd.getpwnam("root").pw_dir
             for sub in ("upper", "work"):
                 (home / sub).mkdir(parents=True, exist_ok=True)
-            furnish_home(home / "upper", first=node.index == 1)  # node 1: wirespeed in ~/.local/bin, as pipx
+            # node 1: wirespeed in ~/.local/bin, as pipx, for whoever logs in (the account's home has it with --user)
+            furnish_home(home / "upper", first=node.index == 1 and user is None)
             sshd = [self.sshd, "-f", str(node_dir / "sshd_config"), "-E", str(node_dir / "sshd.log")]
-            own_home = ["sh", "-c", _OWN_HOME_SCRIPT, "wirespeed-sshd", user_home, str(home)]
+            own_home = ["sh", "-c", _OWN_HOME_SCRIPT, "wirespeed-sshd", root_home, str(home)]
+            etc, homes, local = str(node_dir / "etc"), str(node_dir / "homes"), str(node_dir / "usr-local")
+            own_account = ["sh", "-c", _ACCOUNT_SCRIPT, "wirespeed-account", etc, homes, local] if user else []
             mdns: list[str] = []
             if plan.mdns:
                 services = node_dir / "avahi-services"
@@ -284,14 +378,14 @@ class _Builder:
                 (services / "ssh.service").write_text(SSH_SERVICE)
                 mdns = ["sh", "-c", _MDNS_SCRIPT, "wirespeed-mdns", str(services)]
             system.run(
-                node_argv(state, node.name, [*own_home, *mdns, *sshd]),
+                node_argv(state, node.name, [*own_home, *own_account, *mdns, *sshd]),
                 f"{node.name}: starting sshd",
             )
             public = host_key.with_suffix(".pub").read_text().split()
             known_hosts.append(f"{node.name},{address} {public[0]} {public[1]}")
         (self.dir / "known_hosts").write_text("\n".join(known_hosts) + "\n")
         options = [
-            f"    User {SSH_USER}",
+            f"    User {plan.login_user}",
             "    Port 22",
             f"    IdentityFile {client_key}",
             "    IdentitiesOnly yes",
@@ -310,7 +404,8 @@ class _Builder:
         cluster = Cluster(
             name=f"testbed-{plan.prefix.rstrip('-')}",
             nodes=tuple(
-                Node(name=node.name, host=node.name, agent=(sys.executable, "-m", "wirespeed")) for node in plan.nodes
+                Node(name=node.name, host=node.name, user=plan.user, agent=(sys.executable, "-m", "wirespeed"))
+                for node in plan.nodes
             ),
             source=str(state.cluster_file),
             ssh_config=str(state.ssh_config),
@@ -363,6 +458,8 @@ def up(
     switch_mtu: int | None = None,
     miswire: bool = False,
     mdns: bool = False,
+    user: str | None = None,
+    sudo: str | None = None,
     progress: Progress = _quiet,
 ) -> TestbedState:
     """Bring a testbed up. An identical healthy one is kept; a half-built or different one is rebuilt."""
@@ -394,9 +491,13 @@ def up(
             miswire=miswire,
             mgmt_index=mgmt_index,
             mdns=mdns,
+            user=user,
+            sudo=sudo,
         )
 
     requested = plan_for(existing.plan.mgmt_index if existing else 0)  # validates before anything is touched
+    if user is not None:
+        _check_account_can_be_made(user)
     if existing and existing.phase == "up" and existing.plan == requested and not health_problems(existing):
         progress(f"testbed {prefix!r} is already up")
         return existing
@@ -441,6 +542,40 @@ class DownReport:
             "links": self.links,
             "files": self.files,
         }
+
+
+def _check_account_can_be_made(user: str) -> None:
+    """`--user` needs sudo on this host (the nodes run this host's programs), and a name this host does not use:
+    the node's account is its own, never one of this host's."""
+    if shutil.which("sudo") is None or not Path("/etc/sudoers.d").is_dir():
+        raise TestbedError("--user needs sudo on this machine", hint="apt install sudo (`make install` does)")
+    etc = Path("/etc")
+    if account.name_taken(user, (etc / "passwd").read_text(), (etc / "group").read_text()):
+        raise UsageError(
+            f"--user {user}: this machine already has a user or group of that name",
+            hint="the nodes' account must be their own: choose another name (e.g. --user spark)",
+        )
+
+
+def account_status(state: TestbedState) -> dict[str, Any] | None:
+    """The nodes' account (`--user`): name, uid, sudo variant, where its password is; None when ssh logs in as
+    root."""
+    plan = state.plan
+    if plan.user is None:
+        return None
+    uid: int | None = None
+    try:
+        passwd = (state.directory / "nodes" / plan.nodes[0].name / "etc" / "passwd").read_text()
+        uid = next(int(line.split(":")[2]) for line in passwd.splitlines() if line.startswith(f"{plan.user}:"))
+    except (OSError, StopIteration, IndexError, ValueError):
+        uid = None
+    return {
+        "user": plan.user,
+        "uid": uid,
+        "sudo": plan.sudo,
+        "password_file": str(state.directory / account.PASSWORD_FILE),
+        "root_login": False,
+    }
 
 
 def _prefix_namespaces(prefix: str) -> list[str]:
@@ -508,6 +643,8 @@ def health_problems(state: TestbedState) -> list[str]:
             problems.append(f"{node.name}: sshd (pid {pid}) is not running")
     if not system.link_exists(state.plan.host_iface):
         problems.append(f"management link {state.plan.host_iface} is missing on this host")
+    if state.plan.user and not (state.directory / account.PASSWORD_FILE).is_file():
+        problems.append(f"the password file of account {state.plan.user} is missing")
     return problems
 
 
@@ -582,6 +719,7 @@ def status(prefix: str = "spark-") -> dict[str, Any]:
         "cluster_file": str(state.cluster_file),
         "ssh_config": str(state.ssh_config),
         "slurm_conf": str(slurm_conf) if slurm_conf.exists() else None,  # `testbed up --slurm`
+        "account": account_status(state),  # `testbed up --user`; None: ssh logs in as root
         "problems": problems,
         "faults": state.faults,
         "nodes": nodes,

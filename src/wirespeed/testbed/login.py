@@ -3,7 +3,8 @@
 `wirespeed testbed shell NODE [-- CMD ...]` goes through the node's own sshd with the testbed's `ssh_config`, so
 the session is a real ssh login there: the node's home (its own overlay), its login shell, /etc/profile and
 ~/.profile, its PATH and the environment its sshd sets. A command runs inside that login shell (`$SHELL -l -c`),
-as if typed at the node's prompt; its exit status is ssh's, which is the command's.
+as if typed at the node's prompt; its exit status is ssh's, which is the command's. The session is root's, or with
+`testbed up --user NAME` that account's (testbed/account.py), whose home gets the same files.
 
 The testbed's key goes along in an ssh agent of its own (`ssh -A`, as from a laptop), so that ssh from the node to
 the others gets in as a user's would on a first contact (what `wirespeed init` needs); nothing is copied into the

@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from wirespeed.core.errors import UsageError
+from wirespeed.testbed.account import SudoMode, parse_sudo, validate_user
 
 # (port, half) -> interface name. Half 0 is PCI domain 0000, half 1 is domain 0002 (spark-facts 2.1).
 FABRIC_IFACES: dict[tuple[int, int], str] = {
@@ -104,6 +105,12 @@ class TestbedPlan:
     switch_ports: tuple[SwitchPort, ...]
     miswire: bool = False
     mdns: bool = False  # every node announces ssh over mDNS (avahi), as a Spark does
+    user: str | None = None  # the nodes' own account that ssh logs in as (testbed/account.py); None: root
+    sudo: str = "password"  # with `user`: how its sudo asks (account.SudoMode)
+
+    @property
+    def login_user(self) -> str:
+        return self.user or "root"
 
     @property
     def mgmt_netns(self) -> str:
@@ -192,6 +199,8 @@ def plan_from_json(data: dict[str, Any]) -> TestbedPlan:
         switch_ports=tuple(SwitchPort(**p) for p in data["switch_ports"]),
         miswire=bool(data.get("miswire", False)),
         mdns=bool(data.get("mdns", False)),
+        user=data.get("user"),
+        sudo=str(data.get("sudo", "password")),
     )
 
 
@@ -221,6 +230,8 @@ def make_plan(
     mgmt_index: int = 0,
     miswire: bool = False,
     mdns: bool = False,
+    user: str | None = None,
+    sudo: str | None = None,
 ) -> TestbedPlan:
     """Lay out a testbed. Raises `UsageError` for combinations that cannot be cabled."""
     validate_prefix(prefix)
@@ -230,6 +241,11 @@ def make_plan(
         raise UsageError(f"--mtu {mtu} is out of range", hint="use 1500 or 9000")
     if switch_mtu is not None and not 68 <= switch_mtu <= 65535:
         raise UsageError(f"--switch-mtu {switch_mtu} is out of range", hint="use 1500 or 9000")
+    if user is not None:
+        validate_user(user)
+    if sudo is not None and user is None:
+        raise UsageError("--sudo needs --user NAME", hint="root's sudo asks nothing: give the nodes an account")
+    sudo_mode = parse_sudo(sudo or SudoMode.PASSWORD.value)
     if not 0 <= mgmt_index <= 255:
         raise UsageError(f"management index {mgmt_index} is out of range 0-255")
     if topology is Topology.DIRECT and nodes != 2:
@@ -330,6 +346,8 @@ def make_plan(
         switch_ports=tuple(switch_ports),
         miswire=miswire,
         mdns=mdns,
+        user=user,
+        sudo=sudo_mode.value,
     )
 
 
