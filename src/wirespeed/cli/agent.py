@@ -53,12 +53,18 @@ def agent_check(
 
 @agent.command("facts")
 @click.option("--node", required=True, help="The name the controller knows this node by.")
+@click.option("--root-parts", is_flag=True, help="Only what needs root to read: kernel log, firewall, fix's files.")
 @pass_ctx
-def agent_facts(ctx: Ctx, node: str) -> None:
-    """Print this node's facts as JSON (what `discover` reads on every node)."""
+def agent_facts(ctx: Ctx, node: str, root_parts: bool) -> None:
+    """Print this node's facts as JSON (what `discover` reads on every node); with --root-parts only what needs
+    root to read (the kernel log, the firewall), for `--become` to read through sudo."""
     from wirespeed.adapters.source import LiveSource
-    from wirespeed.engine.collect import collect
+    from wirespeed.core.facts import to_jsonable
+    from wirespeed.engine.collect import collect, collect_root_parts
 
+    if root_parts:
+        ctx.output(True).data(to_jsonable(collect_root_parts(LiveSource())))
+        return
     ctx.output(True).data(collect(LiveSource(), node).to_json())
 
 
@@ -73,7 +79,7 @@ def agent_probe(ctx: Ctx, node: str, ifaces: str, duration: float, token: str) -
     from wirespeed.adapters import l2probe
 
     if not l2probe.can_probe():
-        raise UsageError("the cabling probe needs root (raw L2 frames)", hint="run discover with sudo, or --no-probe")
+        raise UsageError("the cabling probe needs root (raw L2 frames)", hint="--become, or --no-probe")
     result = l2probe.probe(node, [i for i in ifaces.split(",") if i], token, duration)
     ctx.output(True).data(result.to_json())
 
@@ -167,3 +173,22 @@ def agent_rollback_timer(token: str, after: float, restore_json: str) -> None:
     from wirespeed.engine import apply
 
     apply.rollback_timer(token, after, [operation_from_json(item) for item in json.loads(restore_json)])
+
+
+@agent.command("unsudoers", hidden=True)
+@click.option("--user", "user", required=True)
+def agent_unsudoers(user: str) -> None:
+    """Remove init's sudoers drop-in and the root-owned agents (run as root, by that drop-in; `init --undo`)."""
+    from wirespeed.core.become import SUDOERS_MARK, SYSTEM_AGENT_DIR, sudoers_path
+
+    path = Path(sudoers_path(user))
+    if path.exists():
+        first = path.read_text(errors="replace").splitlines()[:1]
+        if not first or not first[0].startswith(SUDOERS_MARK):
+            raise WirespeedError(f"{path} is not wirespeed's: left alone")
+        path.unlink()
+    agents = Path(SYSTEM_AGENT_DIR)
+    for old in agents.glob("agent-*.pyz") if agents.is_dir() else ():
+        old.unlink()
+    if agents.is_dir() and not any(agents.iterdir()):
+        agents.rmdir()

@@ -5,6 +5,7 @@ anything they took from it would be an import cycle."""
 
 from __future__ import annotations
 
+import getpass
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,9 @@ import click
 
 from wirespeed.adapters.slurm import SrunTransport
 from wirespeed.cli.output import Environment, Output
+from wirespeed.core.become import Become
+from wirespeed.core.errors import InventoryError, UsageError
+from wirespeed.core.inventory import Cluster
 from wirespeed.core.slurm import Launcher
 from wirespeed.engine.clusters import resolve_cluster
 from wirespeed.engine.remote import Remote
@@ -51,7 +55,26 @@ def _remember_launcher(ctx: click.Context, _: click.Parameter, value: str) -> No
     ctx.meta[LAUNCHER_META] = Launcher(value)
 
 
+BECOME_META, ASK_META = "wirespeed.become", "wirespeed.ask_become_pass"
+
+
+def _remember(key: str) -> Any:
+    def remember(ctx: click.Context, _: click.Parameter, value: bool) -> None:
+        ctx.meta[key] = ctx.meta.get(key, False) or value
+
+    return remember
+
+
 def cluster_options(func: Any) -> Any:
+    func = click.option(
+        "--ask-become-pass", is_flag=True, expose_value=False, callback=_remember(ASK_META),
+        help="Ask once, on this terminal, for the sudo password of the nodes (implies --become). It goes to sudo's "
+        "stdin on each node; it is never in a command line, a log or a file.",
+    )(func)  # fmt: skip
+    func = click.option(
+        "--become", is_flag=True, expose_value=False, callback=_remember(BECOME_META),
+        help="Run the steps that need root on the nodes (cabling probe, kernel log, firewall, fix) through sudo.",
+    )(func)  # fmt: skip
     func = click.option(
         "--launcher",
         type=click.Choice([item.value for item in Launcher]),
@@ -86,7 +109,42 @@ def resolve_remote(out: Output, cluster_file: Path | None, hosts: str | None, us
     resolved = resolve_cluster(cluster_file, hosts, user, launcher)
     if resolved.note:
         say(resolved.note)
+    meta = click.get_current_context().meta
+    become = become_for(resolved.cluster, bool(meta.get(BECOME_META)), bool(meta.get(ASK_META)))
     if resolved.slurm is not None:
         transport = SrunTransport(resolved.slurm.job_id, resolved.slurm.slurm_names)
-        return Remote(resolved.cluster, transport_factory=lambda node: transport, say=say)
-    return Remote(resolved.cluster, say=say)
+        return Remote(resolved.cluster, transport_factory=lambda node: transport, say=say, become=become)
+    return Remote(resolved.cluster, say=say, become=become)
+
+
+def become_for(cluster: Cluster, become: bool, ask: bool) -> Become | None:
+    """sudo for the privileged steps when asked for (--become, --ask-become-pass) or when the cluster file says so:
+    `become = "sudo"`, or `"sudoers"` after `init --sudoers` (its drop-in runs the root-owned agent, no password);
+    the password asked for once here."""
+    wanted = cluster.extra.get("become", "")
+    if wanted not in ("", "sudo", "sudoers"):
+        raise InventoryError(f'{cluster.source}: become = {wanted!r}: "sudo", or "sudoers" (written by init --sudoers)',
+                             hint='become = "sudo"')  # fmt: skip
+    if wanted == "sudoers" and not ask:
+        from wirespeed.adapters.agentzip import agent_content
+
+        return Become(system_agent=agent_content().name)
+    if not (become or ask or wanted == "sudo"):
+        return None
+    if not ask:
+        return Become()
+    return Become(ask_become_pass(cluster.name))
+
+
+def ask_become_pass(cluster: str) -> str:
+    """The sudo password of the nodes, asked once on this terminal (never echoed, never kept beyond this process)."""
+    try:
+        with open("/dev/tty"):
+            pass
+    except OSError:
+        raise UsageError("--ask-become-pass needs a terminal to ask on",
+                         hint="NOPASSWD sudo on the nodes, or `wirespeed init --sudoers`") from None  # fmt: skip
+    password = getpass.getpass(f"sudo password on the nodes of {cluster}: ")
+    if not password:
+        raise UsageError("no password given", hint="--become alone for sudo that asks for none")
+    return password

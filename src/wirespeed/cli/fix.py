@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from wirespeed.cli.common import Ctx, cluster_options, json_option, pass_ctx, resolve_remote
-from wirespeed.core.errors import ExitStatus
+from wirespeed.core.become import HOW
+from wirespeed.core.errors import ExitStatus, WirespeedError
 
 
 @click.command("fix")
@@ -62,6 +63,11 @@ def fix_cmd(
         elif plan:
             out.message("wirespeed: nothing applied; run again with --yes to apply")
         return ExitStatus.OK
+    refused = fixing.needs_root(plan, made.unprivileged)
+    if refused:  # nothing is applied anywhere: half a fix is worse than none
+        for line in refused:
+            out.message(f"wirespeed: {line}")
+        raise WirespeedError(f"nothing applied: {len(refused)} node(s) need root for this plan", hint=HOW)
     outcomes = fixing.apply_plan(remote, plan, rollback_s=rollback_after)
     if not revert:
         fixing.write_record(record_path, outcomes)

@@ -36,6 +36,10 @@ FINAL_CHECKS = "ssh.mesh,link.halves,addr.subnets"
 @click.option("--ssh-option", "ssh_options", multiple=True, help="An option for ssh's first contact (e.g. -i KEY).")
 @click.option("--undo", is_flag=True, help="Remove the keys, lines and files init added, on every node.")
 @click.option("--no-check", is_flag=True, help="Do not run the checks at the end.")
+@click.option("--sudoers", is_flag=True, help="Let the user run wirespeed's agent (and only it) as root without a "
+              "password on every node: a root-owned copy and a sudoers drop-in, checked by visudo; --undo removes "
+              "them. Commands then need no --become.")  # fmt: skip
+@click.option("--ask-become-pass", is_flag=True, help="Ask once for the nodes' sudo password (for --sudoers).")
 @click.pass_obj
 def init_cmd(
     ctx: Ctx,
@@ -47,6 +51,8 @@ def init_cmd(
     ssh_options: tuple[str, ...],
     undo: bool,
     no_check: bool,
+    sudoers: bool,
+    ask_become_pass: bool,
 ) -> int:
     """Find the other nodes on the fabric, set up the ssh mesh among all nodes, write the cluster file."""
     from wirespeed.engine import init as engine
@@ -72,6 +78,9 @@ def init_cmd(
         cluster = load_cluster_file(path)
         if not yes and not click.confirm(f"Remove init's keys and lines from {', '.join(cluster.names)}?"):
             raise click.exceptions.Abort
+        if cluster.extra.get("become") == "sudoers":  # first, while ssh still reaches every node
+            for line in engine.revoke_sudoers(cluster, say):
+                out.message(f"wirespeed: {line}")
         engine.undo(cluster, options, say)
         path.unlink(missing_ok=True)
         say(f"removed {path}")
@@ -117,6 +126,22 @@ def init_cmd(
         say(f"{outcome.name} ({outcome.address}): {changed}")
     wrote = engine.write_cluster_file(path, mesh, options.agent)
     say(f"{'wrote' if wrote else 'unchanged:'} {path} ({', '.join(m.name for m in mesh)})")
+    if not sudoers and interactive:
+        sudoers = click.confirm(
+            "Let this user run wirespeed's agent as root without a password on every node (a sudoers drop-in for "
+            "that agent only; `init --undo` removes it)? Without it, commands that need root take --become",
+            default=False,
+        )
+    if sudoers:
+        from wirespeed.cli import common
+        from wirespeed.core.become import Become
+
+        become = Become(common.ask_become_pass(path.name) if ask_become_pass else None)
+        refused = engine.grant_sudoers(path, become, say)
+        for line in refused:
+            out.message(f"wirespeed: {line}")
+        if refused:
+            return ExitStatus.FINDING
     if no_check:
         return ExitStatus.OK
     # The same `wirespeed check` a person would run next, through the root command (the error boundary is the

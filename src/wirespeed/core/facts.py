@@ -129,6 +129,9 @@ class Tool:
     detail: str | None = None
 
 
+NEEDS_ROOT = "not read: needs root (--become)"  # how an unprivileged read is named, in facts and in the checks
+
+
 @dataclass(frozen=True)
 class NodeFacts:
     """Everything discovery knows about one node."""
@@ -147,6 +150,9 @@ class NodeFacts:
     tools: tuple[Tool, ...]
     emulated: bool = False
     source: str = "live"
+    # Whether the agent read this as root (directly, or through sudo with --become); None: not recorded (a snapshot
+    # made before wirespeed recorded it). Unprivileged, the kernel log, the firewall and the cabling probe are closed.
+    privileged: bool | None = None
     # For the checks. sysctls holds what could be read (key as in sysctl: net.core.rmem_max); absent = unreadable.
     sysctls: dict[str, str] = field(default_factory=dict)
     memlock_bytes: int | Unknown | None = field(default_factory=lambda: Unknown("not read"))  # None = unlimited

@@ -14,7 +14,7 @@ from typing import Any
 
 from wirespeed.adapters.configroot import system_path
 from wirespeed.adapters.process import run_process
-from wirespeed.core.fixplan import Operation, undo_of
+from wirespeed.core.fixplan import NETPLAN_DIR, Operation, undo_of
 
 
 def confirm_path(token: str, state: str = "confirmed") -> Path:
@@ -58,11 +58,12 @@ def observe(op: Operation) -> str | None:
 
 
 def _write_file(path: Path, content: str) -> None:
-    """Atomically, owner-only (netplan warns about files others can read)."""
+    """Atomically; netplan's files owner-only (netplan warns about files others can read), the others readable by
+    everyone as /etc/sysctl.d's are (a user reading the node's settings must see them)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.wirespeed-tmp")
     tmp.write_text(content)
-    tmp.chmod(0o600)
+    tmp.chmod(0o600 if NETPLAN_DIR.rstrip("/") in str(path) else 0o644)
     tmp.replace(path)
 
 

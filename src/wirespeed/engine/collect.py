@@ -15,6 +15,7 @@ from wirespeed.adapters.configroot import system_path
 from wirespeed.adapters.source import NOT_INSTALLED, NodeSource, Output, run_command
 from wirespeed.core import tools as bench_tools
 from wirespeed.core.facts import (
+    NEEDS_ROOT,
     Gid,
     Gpu,
     Netdev,
@@ -354,6 +355,7 @@ def collect(source: NodeSource, node: str) -> NodeFacts:
         )
     )
     nccl = source.output("nccl_version", _find_nccl)
+    privileged = _privileged(source)
     return NodeFacts(
         node=node,
         hostname=hostname,
@@ -370,7 +372,8 @@ def collect(source: NodeSource, node: str) -> NodeFacts:
         emulated=source.emulated,
         source=source.description,
         nccl_archs=_parse_nccl_archs(source.output("nccl_archs", _nccl_archs)),
-        **_for_checks(source, [n.name for n in fabric]),  # type: ignore[arg-type]
+        privileged=privileged,
+        **_for_checks(source, [n.name for n in fabric], privileged),  # type: ignore[arg-type]
         **_config(source),  # type: ignore[arg-type]
     )
 
@@ -458,7 +461,45 @@ def _in_container(source: NodeSource) -> bool | Unknown:
     return any(word in cgroup for word in ("docker", "containerd", "kubepods", "libpod", "lxc"))
 
 
-def _for_checks(source: NodeSource, fabric: list[str]) -> dict[str, object]:
+def _kernel_log(source: NodeSource, privileged: bool | None) -> tuple[str, ...] | Unknown:
+    kernel = source.output("kernel_messages", _kernel_messages)
+    if kernel.ok:
+        return tuple(kernel.stdout.splitlines())
+    if privileged is False and kernel.returncode not in (None, NOT_INSTALLED):
+        return Unknown(f"kernel log {NEEDS_ROOT} (dmesg_restrict)")
+    return _command_unknown("kernel_messages", kernel, "dmesg")
+
+
+def _firewall(source: NodeSource) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for tool, argv in FIREWALL_COMMANDS.items():
+        listing = source.output(f"firewall_{tool}", lambda a=argv: run_command(a))  # type: ignore[misc]
+        if listing.ok:
+            found[tool] = listing.stdout
+    return found
+
+
+def collect_root_parts(source: NodeSource) -> dict[str, object]:
+    """What only root may read, for the controller to lay over the facts the user read (`agent facts
+    --root-parts`, run through sudo with --become): the kernel log, the firewall, the files `fix` manages (netplan's
+    are root's alone). Everything else stays the user's own reading: its environment, its ssh session, its home."""
+    privileged = _privileged(source)
+    return {
+        "privileged": privileged,
+        "kernel_messages": _kernel_log(source, privileged),
+        "firewall": _firewall(source),
+        **_config(source),
+    }
+
+
+def _privileged(source: NodeSource) -> bool | None:
+    """Whether this agent runs as root; None where a snapshot did not record it."""
+    found = source.output("euid", lambda: Output(0, f"{os.geteuid()}\n"))
+    text = found.stdout.strip()
+    return None if found.returncode is None or not text.isdigit() else int(text) == 0
+
+
+def _for_checks(source: NodeSource, fabric: list[str], privileged: bool | None) -> dict[str, object]:
     memlock = source.output("memlock", _memlock)
     memlock_bytes: int | Unknown | None
     if not memlock.ok:
@@ -466,10 +507,7 @@ def _for_checks(source: NodeSource, fabric: list[str]) -> dict[str, object]:
     else:
         text = memlock.stdout.strip()
         memlock_bytes = None if text == "unlimited" else (int(text) if text.isdigit() else Unknown(f"memlock {text!r}"))
-    kernel = source.output("kernel_messages", _kernel_messages)
-    messages: tuple[str, ...] | Unknown = (
-        tuple(kernel.stdout.splitlines()) if kernel.ok else _command_unknown("kernel_messages", kernel, "dmesg")
-    )
+    messages = _kernel_log(source, privileged)
     env = source.output("environment", _environment)
     environment = dict(line.split("=", 1) for line in env.stdout.splitlines() if "=" in line) if env.ok else {}
     devices: tuple[str, ...] | Unknown = (
@@ -496,11 +534,7 @@ def _for_checks(source: NodeSource, fabric: list[str]) -> dict[str, object]:
                 rate = sv.tc_shaped_bps(qdisc.stdout)
                 if rate is not None:
                     shaped[iface] = rate
-    firewall: dict[str, str] = {}
-    for tool, argv in FIREWALL_COMMANDS.items():
-        listing = source.output(f"firewall_{tool}", lambda a=argv: run_command(a))  # type: ignore[misc]
-        if listing.ok:
-            firewall[tool] = listing.stdout
+    firewall = _firewall(source)
     return {
         "offloads": offloads,
         "nic_counters": counters,
@@ -519,7 +553,7 @@ def _config_files() -> Output:
     """The files `fix` manages, as they are now, and whether the node uses netplan (JSON)."""
     files: dict[str, str] = {}
     for path in MANAGED_FILES:
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError, PermissionError):  # unreadable as a user: root reads it (--become)
             files[path] = system_path(path).read_text()
     return Output(0, json.dumps({"files": files, "netplan": system_path(NETPLAN_DIR).is_dir()}) + "\n")
 

@@ -18,13 +18,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from wirespeed import __version__
+from wirespeed.core.become import HOW
 from wirespeed.core.checks.model import CheckInput, CheckRun, CheckStatus
 from wirespeed.core.discovery import Discovery
 from wirespeed.core.errors import WirespeedError
+from wirespeed.core.facts import NEEDS_ROOT
 from wirespeed.core.fixplan import Operation, plan_nodes
 from wirespeed.core.results import NotRunnable, RungStatus
 from wirespeed.core.run import NodeRef, RunRecord, RunStatus, Step, StepStatus
 from wirespeed.engine import checks as checking
+from wirespeed.engine import fix as fixing
 from wirespeed.engine import rungs
 from wirespeed.engine.bench import climb, defaults_from_checks
 from wirespeed.engine.discover import discover_live
@@ -99,7 +102,8 @@ class _Steps:
 
     def begin(self, name: str, doing: str) -> float:
         self.number += 1
-        self.say(f"[{self.number}/{len(STEPS)}] {name}: {doing}")
+        if doing:
+            self.say(f"[{self.number}/{len(STEPS)}] {name}: {doing}")
         return time.monotonic()
 
     def end(self, name: str, started: float, status: StepStatus, detail: str) -> None:
@@ -120,7 +124,11 @@ def _checks(remote: Remote, found: Discovery, say: Callable[[str], None]) -> Che
     ids = checking.select([], [])
     with ticking(say, still("checking: MTU pings across every link, ssh between every pair, error counters")):
         active = checking.measure_active(remote, found, ids)
-        return checking.run_checks(found, ids, active)
+        run = checking.run_checks(found, ids, active)
+    for r in run.results:  # a check that could not read what it needs without root is named, never a quiet skip
+        if NEEDS_ROOT in r.summary:
+            say(f"    {r.id}: {r.summary}")
+    return run
 
 
 def _counts(run: CheckRun) -> str:
@@ -217,12 +225,19 @@ def _run(
         steps.end("fix", started, StepStatus.SKIPPED, "nothing to change: the checks found nothing fix can mend")
         _skip_after(steps)
         return
+    unprivileged = tuple(n for n, f in found.facts.items() if f.privileged is False)
+    refused = fixing.needs_root(plan, unprivileged)
+    if refused:
+        for line in refused:
+            say(f"    {line}")
+        done.fix_failed = True
+        steps.end("fix", started, StepStatus.FAILED, f"nothing applied: {len(refused)} node(s) need root ({HOW})")
+        _skip_after(steps)
+        return
     if not confirm(plan, notes):
         steps.end("fix", started, StepStatus.SKIPPED, "not applied (answered no): nothing changed")
         _skip_after(steps)
         return
-    from wirespeed.engine import fix as fixing
-
     with ticking(say, still("applying the changes, then confirming every node still answers")):
         outcomes = fixing.apply_plan(remote, plan, rollback_s=options.rollback_s)
     fixing.write_record(run_dir.path / "fix-record.json", outcomes)

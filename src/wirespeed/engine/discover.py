@@ -15,6 +15,7 @@ from typing import Any
 
 from wirespeed.adapters.source import SnapshotSource
 from wirespeed.adapters.source import archive as pack_snapshot
+from wirespeed.core.become import HOW
 from wirespeed.core.cabling import (
     Heard,
     build_map,
@@ -23,7 +24,7 @@ from wirespeed.core.cabling import (
 )
 from wirespeed.core.discovery import Discovery
 from wirespeed.core.errors import WirespeedError
-from wirespeed.core.facts import NodeFacts, facts_from_json
+from wirespeed.core.facts import NEEDS_ROOT, NodeFacts, facts_from_json
 from wirespeed.engine.collect import collect
 from wirespeed.engine.remote import Remote, ensure_agents
 
@@ -42,6 +43,8 @@ def _parse_json(text: str, what: str) -> dict[str, Any]:
 
 
 def gather_facts(remote: Remote, timeout_s: float = 90.0) -> tuple[dict[str, NodeFacts], dict[str, str]]:
+    """Every node's facts as the user who logs in reads them; with --become, what only root may read (the kernel
+    log, the firewall) read again through sudo and laid over them."""
     results = remote.run_all(lambda n: [*remote.agent_argv(n), "agent", "facts", "--node", n.name], timeout_s=timeout_s)
     facts: dict[str, NodeFacts] = {}
     errors: dict[str, str] = {}
@@ -53,7 +56,26 @@ def gather_facts(remote: Remote, timeout_s: float = 90.0) -> tuple[dict[str, Nod
             facts[result.node] = facts_from_json(_parse_json(result.stdout, result.node))
         except (WirespeedError, TypeError, KeyError) as exc:
             errors[result.node] = f"{result.node}: {exc}"
+    if remote.become is not None and facts:
+        _as_root(remote, facts, errors, timeout_s)
     return facts, errors
+
+
+def _as_root(remote: Remote, facts: dict[str, NodeFacts], errors: dict[str, str], timeout_s: float) -> None:
+    nodes = [n for n in remote.cluster.nodes if n.name in facts and facts[n.name].privileged is not True]
+    results = remote.run_all(lambda n: [*remote.agent_argv(n), "agent", "facts", "--node", n.name, "--root-parts"],
+                             nodes=nodes, timeout_s=timeout_s, privileged=True)  # fmt: skip
+    for result in results:
+        if not result.ok:
+            errors[result.node] = result.message + (f" (hint: {result.hint})" if result.hint else "")
+            continue
+        try:
+            parts = _parse_json(result.stdout, result.node)
+            over = facts_from_json({**facts[result.node].to_json(), **parts})
+        except (WirespeedError, TypeError, KeyError) as exc:
+            errors[result.node] = f"{result.node}: {exc}"
+            continue
+        facts[result.node] = over
 
 
 def run_probe(
@@ -78,13 +100,15 @@ def run_probe(
         ],
         nodes=nodes,
         timeout_s=duration_s + 60,
+        privileged=True,
     )
     heard: list[Heard] = []
     errors: dict[str, dict[str, str]] = {}
     raw: dict[str, list[dict[str, str]]] = {}
     for result in results:
         if not result.ok:
-            errors[result.node] = {"*": result.message}
+            closed = "needs root" in result.stderr and remote.become is None
+            errors[result.node] = {"*": f"{result.node}: {NEEDS_ROOT}" if closed else result.message}
             continue
         data = _parse_json(result.stdout, result.node)
         raw[result.node] = data.get("heard", [])
@@ -102,8 +126,15 @@ def discover_live(remote: Remote, *, probe: bool = True, duration_s: float = 2.0
     facts, errors = gather_facts(remote)
     if probe and len(facts) > 1:
         heard, probe_errors, _ = run_probe(remote, facts, duration_s)
-        cabling = build_map(facts, edges_from_probe(heard), PROBE_METHOD)
-        return Discovery(facts, cabling, errors, probe_errors)
+        closed = sorted(node for node, why in probe_errors.items() if NEEDS_ROOT in " ".join(why.values()))
+        if not closed:
+            return Discovery(facts, build_map(facts, edges_from_probe(heard), PROBE_METHOD), errors, probe_errors)
+        # Raw frames need root: without it, pairing by subnet is the best there is, and the user is told so.
+        said = f"the cabling probe needs root on {', '.join(closed)} ({HOW}): cabling taken from the address plan"
+        if remote.say is not None:
+            remote.say(said)
+        method = f"{ADDRESS_METHOD}; {said}"
+        return Discovery(facts, build_map(facts, edges_from_addresses(facts), method), errors, probe_errors)
     return Discovery(facts, build_map(facts, edges_from_addresses(facts), ADDRESS_METHOD), errors)
 
 

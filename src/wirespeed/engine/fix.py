@@ -10,12 +10,13 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wirespeed.core.become import HOW
 from wirespeed.core.checks.model import CheckInput
 from wirespeed.core.errors import WirespeedError
 from wirespeed.core.fixplan import Operation, operation_from_json, plan_nodes, undo_of
@@ -36,6 +37,7 @@ class FixPlan:
     operations: dict[str, list[Operation]]
     current: dict[str, dict[str, str]] = field(default_factory=dict)
     notes: dict[str, list[str]] = field(default_factory=dict)
+    unprivileged: tuple[str, ...] = ()  # nodes whose agent did not run as root (no --become)
 
 
 def plan_fix(remote: Remote, say: Callable[[str], None]) -> FixPlan:
@@ -55,7 +57,14 @@ def plan_fix(remote: Remote, say: Callable[[str], None]) -> FixPlan:
         operations={node: p.operations for node, p in nodes.items() if p.operations},
         current={node: facts.config_files for node, facts in found.facts.items()},
         notes={node: p.notes for node, p in nodes.items() if p.notes},
+        unprivileged=tuple(sorted(n for n, f in found.facts.items() if f.privileged is False)),
     )
+
+
+def needs_root(plan: dict[str, list[Operation]], unprivileged: Sequence[str]) -> list[str]:
+    """One line per node the plan changes whose agent is not root (no --become): nothing may be applied then, or
+    some changes would go through and others not."""
+    return [f"{node}: fix needs root there ({HOW})" for node in sorted(plan) if node in unprivileged]
 
 
 @dataclass
@@ -81,7 +90,7 @@ def _apply_on(remote: Remote, node_name: str, ops: list[Operation], rollback_s: 
         "--ops",
         json.dumps([op.to_json() for op in ops]),
     ]
-    result = remote.run(node, argv, timeout_s=60)
+    result = remote.run(node, argv, timeout_s=60, privileged=True)
     outcome = NodeOutcome(node_name)
     if not result.ok:
         outcome.error = result.message
@@ -95,7 +104,9 @@ def _apply_on(remote: Remote, node_name: str, ops: list[Operation], rollback_s: 
     if not data.get("timer"):
         return outcome
     answer = (
-        remote.run(node, [*remote.agent_argv(node), "agent", "confirm", "--token", token], timeout_s=20)
+        remote.run(
+            node, [*remote.agent_argv(node), "agent", "confirm", "--token", token], timeout_s=20, privileged=True
+        )
         if confirm
         else None
     )

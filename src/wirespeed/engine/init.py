@@ -5,8 +5,10 @@ commands, each an argument list, on this node directly and on the peers over ssh
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +18,7 @@ from pathlib import Path
 from wirespeed.adapters.process import run_process
 from wirespeed.adapters.ssh import LocalTransport, SshTransport, Transport, default_control_dir
 from wirespeed.core import sshmesh
+from wirespeed.core.become import SYSTEM_AGENT_DIR, Become, install_sudoers_argv, sudoers_path, sudoers_text
 from wirespeed.core.errors import UsageError, WirespeedError
 from wirespeed.core.facts import NodeFacts
 from wirespeed.core.inventory import DEFAULT_AGENT, Cluster, Node, local_cluster, render_cluster_toml
@@ -355,3 +358,80 @@ def undo(cluster: Cluster, options: InitOptions, say: Callable[[str], None]) -> 
 def _read_exists(remote: Remote, node: Node, name: str) -> bool:
     result = remote.run(node, ["sh", "-c", 'test -e "$HOME/.ssh/$1"', "sh", name], timeout_s=60)
     return result.ok
+
+
+# ------------------------------------------------------------------------------------------ standing permission
+def grant_sudoers(path: Path, become: Become, say: Callable[[str], None]) -> list[str]:
+    """`init --sudoers`: on every node of init's cluster file, a root-owned copy of this wirespeed's agent and a
+    sudoers drop-in that lets the login user run it (and only it) as root without a password; the cluster file then
+    says `become = "sudoers"`, so that every command runs its privileged steps through it with no --become.
+    Returns one line per node that could not be given it."""
+    from wirespeed.adapters.agentzip import agent_content, build_agent
+    from wirespeed.core.agentship import AgentSource
+    from wirespeed.engine.clusters import load_cluster_file
+    from wirespeed.engine.remote import ensure_agents
+
+    cluster = load_cluster_file(path)
+    remote = Remote(cluster, become=become, say=say)
+    infos = ensure_agents(remote)
+    name = agent_content().name
+    failed: list[str] = []
+    for node in cluster.nodes:
+        info = infos[node.name]
+        if node.is_local:
+            python, source = os.path.realpath(sys.executable), str(build_agent().path)
+        elif info.source in (AgentSource.SHIPPED, AgentSource.PRESENT) and info.file:
+            python, source = info.argv[0], info.file
+        else:
+            failed.append(f"{node.name}: its agent is configured (agent = [...]): no drop-in written there")
+            continue
+        who = remote.run(node, ["id", "-un"], timeout_s=30)
+        user = who.stdout.strip()
+        try:
+            rule = sudoers_text(user, python)
+        except ValueError as exc:
+            failed.append(f"{node.name}: {exc}")
+            continue
+        done = remote.run(node, install_sudoers_argv(source, name, user), input_text=rule, privileged=True,
+                          timeout_s=60)  # fmt: skip
+        if done.ok:
+            say(f"{node.name}: {sudoers_path(user)} lets {user} run the agent as root ({SYSTEM_AGENT_DIR}/{name})")
+        else:
+            failed.append(done.message + (f" (hint: {done.hint})" if done.hint else ""))
+    if not failed:
+        _set_become(path, "sudoers")
+    return failed
+
+
+def revoke_sudoers(cluster: Cluster, say: Callable[[str], None]) -> list[str]:
+    """`init --undo` of `--sudoers`: the drop-in and the root-owned agents removed on every node, through the drop-in
+    itself (no password); one line per node where that failed, with what to remove by hand."""
+    from wirespeed.adapters.agentzip import agent_content
+
+    remote = Remote(cluster, become=Become(system_agent=agent_content().name), say=say)
+    failed = []
+    for node in cluster.nodes:
+        user = remote.run(node, ["id", "-un"], timeout_s=30).stdout.strip() or (node.user or "")
+        done = remote.run(node, [*remote.agent_argv(node), "agent", "unsudoers", "--user", user], privileged=True,
+                          timeout_s=60)  # fmt: skip
+        if done.ok:
+            say(f"{node.name}: removed {sudoers_path(user)} and {SYSTEM_AGENT_DIR}")
+        else:
+            failed.append(f"{done.message} (by hand: sudo rm /etc/sudoers.d/wirespeed-{user}; "
+                          f"sudo rm -r {SYSTEM_AGENT_DIR})")  # fmt: skip
+    remote.stop_all()
+    return failed
+
+
+def _set_become(path: Path, value: str | None) -> None:
+    from wirespeed.engine.clusters import load_cluster_file
+
+    cluster = load_cluster_file(path)
+    extra = {k: v for k, v in cluster.extra.items() if k != "become"}
+    if value is not None:
+        extra["become"] = value
+    text = render_cluster_toml(Cluster(cluster.name, cluster.nodes, cluster.source, cluster.ssh_config, extra),
+                               comment="Written by `wirespeed init`; `init --undo` removes it.")  # fmt: skip
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)

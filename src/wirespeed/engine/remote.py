@@ -7,6 +7,7 @@ A failure on one node (unreachable, wrong user, timeout, missing command) become
 from __future__ import annotations
 
 import base64
+import os
 import re
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from wirespeed import __version__
@@ -34,6 +35,7 @@ from wirespeed.core.agentship import (
     shipped_line,
     version_line,
 )
+from wirespeed.core.become import Become, refusal, system_agent_argv
 from wirespeed.core.errors import WirespeedError
 from wirespeed.core.inventory import DEFAULT_AGENT, Cluster, Node
 from wirespeed.core.outcome import CommandResult, Status, classify
@@ -116,8 +118,10 @@ class Remote:
         control_dir: Path | None = None,
         max_parallel: int = 32,
         say: Callable[[str], None] | None = None,
+        become: Become | None = None,
     ) -> None:
         self.cluster = cluster
+        self.become = become  # how the steps that need root run there; None: as the user who logs in
         self.say = say  # where one-line notes about the nodes go (an agent shipped); stderr when None
         cm_dir = control_dir if control_dir is not None else default_control_dir()
         self._transport_factory: TransportFactory = transport_factory or (
@@ -152,14 +156,22 @@ class Remote:
         *,
         timeout_s: float | None = 60.0,
         input_text: str | None = None,
+        privileged: bool = False,
     ) -> CommandResult:
-        """Run argv on one node and classify the outcome."""
+        """Run argv on one node and classify the outcome; `privileged` steps go through sudo with --become."""
+        wrapped = privileged and self.become is not None
+        if wrapped:
+            assert self.become is not None
+            if self.become.system_agent is not None:  # init's drop-in allows the root-owned copy, by real paths
+                python = os.path.realpath(argv[0]) if node.is_local else argv[0]
+                argv = system_agent_argv(list(argv), self.become.system_agent, python)
+            argv, input_text = self.become.wrap(list(argv), input_text)
         transport = self.transport(node)
         # Over ssh or srun the command is watched: if we give up (timeout, Ctrl-C), the closed stdin stops it there.
         watched = (transport.via_ssh or transport.via_srun) and input_text is None
         local_argv = transport.wrap(node, watchdog_argv(argv) if watched else argv)
         outcome = run_process(local_argv, timeout_s=timeout_s, input_text=input_text, hold_stdin=watched)
-        return classify(
+        result = classify(
             node=node.name,
             argv=tuple(argv),
             returncode=outcome.returncode,
@@ -173,6 +185,10 @@ class Remote:
             spawn_failed=outcome.spawn_error,
             via_srun=transport.via_srun,
         )
+        refused = refusal(result.stderr) if wrapped and not result.ok else None
+        if refused is not None:
+            result = replace(result, message=f"{node.name}: {refused[0]}", hint=refused[1])
+        return result
 
     def run_all(
         self,
@@ -180,6 +196,7 @@ class Remote:
         *,
         nodes: Sequence[Node] | None = None,
         timeout_s: float | None = 60.0,
+        privileged: bool = False,
     ) -> list[CommandResult]:
         """Run on every node concurrently; results come back in the cluster's node order."""
         targets = list(nodes if nodes is not None else self.cluster.nodes)
@@ -188,7 +205,7 @@ class Remote:
 
         def one(node: Node) -> CommandResult:
             node_argv = argv(node) if callable(argv) else argv
-            return self.run(node, node_argv, timeout_s=timeout_s)
+            return self.run(node, node_argv, timeout_s=timeout_s, privileged=privileged)
 
         with ThreadPoolExecutor(max_workers=min(self.max_parallel, len(targets))) as pool:
             return list(pool.map(one, targets))

@@ -7,6 +7,7 @@ import re
 from wirespeed.core.checks.common import cabled, is_ethernet, network
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
 from wirespeed.core.counters import is_congestion
+from wirespeed.core.facts import NEEDS_ROOT
 from wirespeed.core.parsers.ethtool import ERROR_COUNTERS
 
 ID_OFFLOADS = "nic.offloads"
@@ -170,6 +171,9 @@ def firewall(data: CheckInput) -> CheckResult:
                     tuple(commands),
                 )
             )
+    closed = sorted(n for n, f in data.facts.items() if f.privileged is False and not f.firewall)
+    if closed:
+        return skip(ID_FIREWALL, f"firewall {NEEDS_ROOT} on {', '.join(closed)}")
     if not read:
         return skip(ID_FIREWALL, "no firewall listing readable (nft, iptables, ufw absent, or not root)")
     if not evidence:
