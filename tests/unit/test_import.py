@@ -916,3 +916,189 @@ def test_into_takes_the_name_runs_prints_and_latest(tmp_path: Path) -> None:
 def test_import_needs_a_file() -> None:
     run = run_cli("import")
     assert run.status == 2 and "Missing argument 'FILES...'" in run.stderr
+
+
+# ------------------------------------------------------------------------------ annotated ibdev2netdev pastes
+
+# The Spark listing of the NCCL playbook (tests/fixtures/real/spark), as people paste it into issues and forums.
+SPARK_I2N = [
+    ("roceP2p1s0f0", "enP2p1s0f0np0", "Down"),
+    ("roceP2p1s0f1", "enP2p1s0f1np1", "Up"),
+    ("rocep1s0f0", "enp1s0f0np0", "Down"),
+    ("rocep1s0f1", "enp1s0f1np1", "Up"),
+]
+I2N_LINES = IBDEV.splitlines()
+I2N_V_LINES = IBDEV2NETDEV_V.splitlines()
+
+
+def _i2n(text: str) -> tuple[list[tuple[str, str, str | None]], list[tuple[int, str]]]:
+    obj = import_text(text, "paste.txt")
+    assert obj["tool"] == "ibdev2netdev" and detect(text) == "ibdev2netdev"
+    json.dumps(obj, allow_nan=False)
+    mapping = [(d["rdma_device"], d["netdev"], d["state"]) for d in obj["devices"]]
+    return mapping, [(s["line"], s["text"]) for s in obj["skipped_lines"]]
+
+
+@pytest.mark.parametrize(
+    ("text", "skipped"),
+    [
+        ("\n".join(f"{line}   # CX-7 1/8 infiniband" for line in I2N_LINES) + "\n", []),
+        (f"{I2N_LINES[0]} ◄── port 1\n{I2N_LINES[1]}  <-- port 1\n{I2N_LINES[2]} ✓\n{I2N_LINES[3]} (Up) ← here\n", []),
+        ("".join(f"──► {line}\n" for line in I2N_LINES), []),
+        ("".join(f"  {n}\t{line}\n" for n, line in enumerate(I2N_LINES, start=1)), []),  # cat -n
+        (IBDEV.rstrip("\n") + "nvidia@spark-5c2d:~$ ibv_devinfo", []),  # the next prompt glued on, no newline
+        (IBDEV.rstrip("\n") + "$ ibv_devinfo\n", []),
+        (IBDEV.replace("\n", "\r\n"), []),
+        ("\n\n" + "\n\n".join(I2N_LINES) + "\n\n\n", []),
+        ("$ ibdev2netdev\n" + IBDEV + "$ \n", [(1, "$ ibdev2netdev"), (6, "$")]),
+        (
+            "Spark-1 (the QSFP in port 1):\r\n```\r\nnvidia@spark-5c2d:~$ ibdev2netdev\r\n"
+            + IBDEV.replace("\n", "\r\n")
+            + "```\r\n\r\n◄── port 1 is the one next to the RJ45\r\n# rocep1s0f0 port 1 ==> enp1s0f0np0 (Up) before\r\n"
+            + "nvidia@spark-5c2d:~$ ibv_devinfo",
+            [
+                (1, "Spark-1 (the QSFP in port 1):"), (2, "```"), (3, "nvidia@spark-5c2d:~$ ibdev2netdev"), (8, "```"),
+                (10, "◄── port 1 is the one next to the RJ45"), (11, "# rocep1s0f0 port 1 ==> enp1s0f0np0 (Up) before"),
+                (12, "nvidia@spark-5c2d:~$ ibv_devinfo"),
+            ],
+        ),
+    ],
+    ids=["hash-comment", "arrows-and-notes", "leading-arrow", "cat-n", "glued-prompt", "glued-command", "crlf",
+         "blank-lines", "prompt-lines", "markdown-paste"],
+)  # fmt: skip
+def test_annotated_ibdev2netdev_gives_every_mapping_and_names_the_skipped_lines(
+    text: str, skipped: list[tuple[int, str]]
+) -> None:
+    assert _i2n(text) == (SPARK_I2N, skipped)
+
+
+def test_annotated_ibdev2netdev_verbose_keeps_its_fields() -> None:
+    text = "".join(f"{line}   # CX-5, slot {n}\n" for n, line in enumerate(I2N_V_LINES, start=1))
+    assert import_text(text, "v.txt")["devices"] == import_text(IBDEV2NETDEV_V, "v.txt")["devices"]
+    assert import_text(IBDEV2NETDEV_V, "v.txt")["devices"][0]["fw_ver"] == "16.27.2008"
+
+
+def test_the_real_listings_name_their_prompt_and_heading_as_skipped() -> None:
+    spark = REAL / "spark"
+    assert _i2n((spark / "ibdev2netdev_spark1_port0_up_perf_guide.txt").read_text())[1] == [
+        (1, "nvidia@spark-5c2d:~$ ibdev2netdev")
+    ]
+    assert _i2n((spark / "ibdev2netdev_spark_port1_up_connect_two_sparks_readme.txt").read_text())[1] == [
+        (1, "## Check QSFP interface availability on both nodes"),
+        (2, "nvidia@dxg-spark-1:~$ ibdev2netdev"),
+    ]
+    assert _i2n(IBDEV)[1] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # a line broken inside its mapping is named, with or without notes around the file
+        (f"{I2N_LINES[0]}\n{I2N_LINES[1][:-5]}  # note\n{I2N_LINES[2]}\n", r"^line 2: ibdev2netdev line does not end"),
+        (f"$ ibdev2netdev\n{I2N_LINES[0]}\n{I2N_LINES[1][:-1]}\n", r"^line 3: ibdev2netdev line does not end"),
+        # the last line cut inside `DEV port N ==>`, or a -v line cut anywhere
+        (f"{I2N_LINES[0]}\n{I2N_LINES[1][:20]}", r"^line 2: ibdev2netdev line does not end"),
+        (f"{I2N_LINES[0]}\n{I2N_LINES[1][:6]}", r"^line 2: ibdev2netdev line does not end"),
+        (f"{I2N_V_LINES[0]}\n{I2N_V_LINES[1][:40]}", r"^line 2: ibdev2netdev line does not end"),
+        # no line holds a mapping: refused with a hint
+        ("# port 1 ==> spark-2 (cabled)\n", r"^line 1: no line holds an ibdev2netdev mapping .*\(hint: "),
+        ("notes\n\n# rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)\n", r"^line 3: no line holds an ibdev2netdev mapping"),
+        ("$ ibdev2netdev\nport 1\n==> x\n", r"^line 3: no line holds an ibdev2netdev mapping"),
+    ],
+    ids=["broken-middle", "broken-last", "cut-arrow", "cut-device", "cut-verbose", "comment-only", "commented-out",
+         "wrapped"],
+)  # fmt: skip
+def test_ibdev2netdev_broken_or_without_mappings_is_refused_naming_a_line(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        import_text(text, "bad.txt")
+
+
+def test_a_last_word_that_is_no_device_is_skipped_not_taken_for_a_cut() -> None:
+    for last, skipped in (("ibv_devinfo", "ibv_devinfo"), ("logout", "logout"), ("QSFP port 1", "QSFP port 1")):
+        assert _i2n(IBDEV + last) == (SPARK_I2N, [(5, skipped)])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "QSFP port 1 is cabled to spark-2 port 1\n<-- port 1\n◄── port 0\n",  # notes alone are nobody's output
+        "rebooted; ibdev2netdev said (Up) for port 1\n",
+    ],
+)
+def test_notes_without_a_mapping_are_not_taken_for_ibdev2netdev(text: str) -> None:
+    assert detect(text) is None
+
+
+@pytest.mark.parametrize("path", [p for p in CASES if _expected_tool(_sidecar(p)["tool"]) != "ibdev2netdev"])
+def test_other_tools_outputs_with_an_annotation_are_not_claimed(path: Path) -> None:
+    tool = _expected_tool(_sidecar(path)["tool"])
+    assert detect(path.read_text() + "# ran after a port 1 recable ◄── port 1\n") == tool
+
+
+def test_discover_ibdev2netdev_view_round_trips() -> None:
+    from wirespeed.core.cabling import build_map
+    from wirespeed.core.discovery import Discovery
+    from wirespeed.core.facts import Netdev, NodeFacts, RdmaDevice, RdmaPort, Unknown
+    from wirespeed.core.ports import group_ports
+    from wirespeed.ui.discovery import ibdev2netdev
+
+    def facts(node: str, rdma: bool) -> NodeFacts:
+        names = [netdev for _, netdev, _ in SPARK_I2N]
+        netdevs = tuple(
+            Netdev(name=name, operstate="up" if up else "down", carrier=True if up else Unknown("down"),
+                   speed_mbps=200000, mtu=9000, mac="02:00:00:00:00:01", ipv4=(), ipv6=(), kind="pci", link_type=1,
+                   pci=None)
+            for name, up in ((n, s == "Up") for _, n, s in SPARK_I2N)
+        )  # fmt: skip
+        port = RdmaPort(1, "ACTIVE", "LinkUp", Unknown("-"), Unknown("-"), "Ethernet", (), Unknown("-"))
+        devices = tuple(
+            RdmaDevice(dev, (netdev,), None, Unknown("-"), Unknown("-"), (port,)) for dev, netdev, _ in SPARK_I2N
+        )
+        return NodeFacts(
+            node=node, hostname=node, netdevs=netdevs, rdma=devices if rdma else (), rdma_absent_reason=None if rdma
+            else "no RDMA devices (rdma_rxe not loaded)", pci=(), ports=group_ports([(n, None) for n in names]),
+            management="enP7s7", fabric=tuple(names), gpus=Unknown("none"), nccl_version=Unknown("none"), tools=(),
+        )  # fmt: skip
+
+    nodes = {"s1": facts("s1", True), "s2": facts("s2", True), "s3": facts("s3", False)}
+    text = ibdev2netdev(Discovery(nodes, build_map(nodes, set(), "probe")))
+    mapping, skipped = _i2n(text)
+    assert mapping == SPARK_I2N * 2
+    assert skipped == [(1, "# s1"), (6, "# s2"), (11, "# s3"), (12, "# no RDMA devices (rdma_rxe not loaded)")]
+    one = ibdev2netdev(Discovery({"s1": nodes["s1"]}, build_map({"s1": nodes["s1"]}, set(), "probe")))
+    assert _i2n(one) == (SPARK_I2N, [])
+
+
+def test_import_cli_warns_of_the_skipped_lines_and_json_carries_them(tmp_path: Path) -> None:
+    paste = tmp_path / "spark1.txt"
+    paste.write_text("$ ibdev2netdev\n" + IBDEV.replace("(Up)", "(Up)  # CX-7 1/8 infiniband") + "thanks!\n")
+    warnings = [
+        f"wirespeed: warning: {paste}: line 1 skipped (no mapping in it): $ ibdev2netdev",
+        f"wirespeed: warning: {paste}: line 6 skipped (no mapping in it): thanks!",
+    ]
+    run = run_cli("import", str(paste))
+    assert run.status == 0 and run.stderr.splitlines() == warnings
+    assert f"{paste}: ibdev2netdev (text)" in run.stdout
+    assert all(netdev in run.stdout for _, netdev, _ in SPARK_I2N)
+    run = run_cli("import", "--json", str(paste), str(SAMPLES["ibdev2netdev"]))
+    assert run.status == 0 and run.stderr.splitlines() == warnings
+    first, second = (json.loads(line) for line in run.stdout.splitlines())
+    assert first["skipped_lines"] == [{"line": 1, "text": "$ ibdev2netdev"}, {"line": 6, "text": "thanks!"}]
+    assert [d["netdev"] for d in first["devices"]] == [netdev for _, netdev, _ in SPARK_I2N]
+    assert second["skipped_lines"] == [] and second["devices"] == first["devices"]
+
+
+def test_import_cli_counts_what_it_does_not_list_and_refuses_a_file_without_mappings(tmp_path: Path) -> None:
+    chatty = tmp_path / "chatty.txt"
+    chatty.write_text("".join(f"note {n}: {'x' * 100}\n" for n in range(1, 8)) + IBDEV)
+    run = run_cli("import", str(chatty))
+    lines = run.stderr.splitlines()
+    assert run.status == 0 and len(lines) == 6
+    assert lines[0] == f"wirespeed: warning: {chatty}: line 1 skipped (no mapping in it): note 1: {'x' * 69}..."
+    assert lines[-1] == f"wirespeed: warning: {chatty}: 2 more lines skipped (--json lists them all)"
+    notes = tmp_path / "notes.txt"
+    notes.write_text("$ ibdev2netdev\n# rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)\n")
+    run = run_cli("import", "--json", str(notes))
+    assert run.status == 1 and run.stdout == ""
+    [line] = run.stderr.splitlines()
+    assert line.startswith(f"wirespeed: {notes}: line 2: no line holds an ibdev2netdev mapping") and "(hint: " in line

@@ -68,6 +68,24 @@ def _show(out: Output, obj: dict[str, Any], json_mode: bool) -> None:
         out.console.print(_table(obj))
 
 
+_SKIPPED_SHOWN = 5  # warning lines per file; --json lists every skipped line
+_SKIPPED_TEXT = 80  # characters of a skipped line's text shown
+
+
+def _warn_skipped(out: Output, obj: dict[str, Any]) -> None:
+    """One warning per line the import read past (prompts, comments, notes beside ibdev2netdev mappings), so that a
+    mapping lost in a mangled paste is seen: `FILE: line N skipped (no mapping in it): TEXT`."""
+    skipped = obj.get("skipped_lines") or []
+    for item in skipped[:_SKIPPED_SHOWN]:
+        text = item["text"]
+        if len(text) > _SKIPPED_TEXT:
+            text = text[: _SKIPPED_TEXT - 3] + "..."
+        out.warn(f"{obj['file']}: line {item['line']} skipped (no mapping in it): {text}")
+    if len(skipped) > _SKIPPED_SHOWN:
+        more = len(skipped) - _SKIPPED_SHOWN
+        out.warn(f"{obj['file']}: {more} more line{'s' if more != 1 else ''} skipped (--json lists them all)")
+
+
 # --------------------------------------------------------------------------------------------------- command
 
 
@@ -117,6 +135,7 @@ def import_cmd(ctx: Ctx, files: tuple[Path, ...], into: str | None, runs_dir: Pa
             out.message(f"wirespeed: {path}: internal error ({type(exc).__name__}: {exc}); rerun with --debug")
             continue
         _show(out, obj, json_mode)
+        _warn_skipped(out, obj)
         if imported_dir is not None:
             target = _target(imported_dir, obj, taken)
             try:

@@ -346,7 +346,14 @@ def _ethtool(text: str) -> dict[str, Any]:
 
 
 def _ibdev2netdev(text: str) -> dict[str, Any]:
-    return {"source_format": "text", "devices": [asdict(m) for m in rdma_tools.parse_ibdev2netdev(text)]}
+    """The mappings, and the non-blank lines that hold none (prompts, comments, notes), so what was read past is
+    said rather than silently dropped."""
+    listing = rdma_tools.read_ibdev2netdev(text)
+    return {
+        "source_format": "text",
+        "devices": [asdict(m) for m in listing.mappings],
+        "skipped_lines": [asdict(s) for s in listing.skipped],
+    }
 
 
 def _ibv_devinfo(text: str) -> dict[str, Any]:

@@ -4,7 +4,8 @@ NVIDIA's `show_gids` script and iproute2's `rdma link` (text or `-j`). Pure: tex
 Formats as their sources print them, so a line that starts like one of the tool's lines but does not end like it (a
 file cut off, a value half-pasted) raises ValueError naming the line instead of giving a wrong value:
 - ibdev2netdev (Mellanox OFED script): `DEV port N ==> NETDEV (Up)`; with -v
-  `PCI DEV (MTxxxx - PART) DESCRIPTION fw FW port N (STATE) ==> NETDEV (Up)`.
+  `PCI DEV (MTxxxx - PART) DESCRIPTION fw FW port N (STATE) ==> NETDEV (Up)`. Pastes carry notes beside those
+  lines and lines of their own between them: read_ibdev2netdev keeps the mappings and names the lines it skipped.
 - ibv_devinfo (rdma-core `libibverbs/examples/devinfo.c`): `hca_id:` blocks of `key: value` lines, `port:` blocks;
   -v adds device limits, flag lists, `active_width`, `active_speed`, `phys_state` and `GID[  i]:` lines.
 - show_gids: `DEV PORT INDEX GID IPv4 VER DEV` rows (IPv4 empty for other GIDs), then `n_gids_found=N`.
@@ -41,15 +42,39 @@ class NetdevMapping:
     fw_ver: str | None = None
 
 
+@dataclass(frozen=True)
+class SkippedLine:
+    """A non-blank line of a listing that holds no mapping (a prompt, a comment, a note, a markdown fence): its
+    1-based number and its text as it stands (surrounding blanks dropped)."""
+
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class NetdevListing:
+    """What `ibdev2netdev` output gives: the mappings in file order and the lines read past."""
+
+    mappings: tuple[NetdevMapping, ...]
+    skipped: tuple[SkippedLine, ...]
+
+
+# A whole mapping anywhere in a line: what comes before it (an arrow, a bullet, `cat -n`'s number, a `host:` tag)
+# and after its `(State)` (a `# comment`, `◄── port 1`, the next prompt glued on by a paste) is the reader's note.
 _I2N = re.compile(
-    r"^\s*(?:(?P<pci>[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F])\s+)?"
+    r"(?<![\w.\-:])(?:(?P<pci>[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F])\s+)?"
     r"(?P<dev>[\w.\-]+)\s+"
     r"(?:\(\s*(?P<devid>[^)\s]*)\s*-\s*(?P<part>[^)]*?)\s*\)\s*(?:.*?\s)?fw\s+(?P<fw>\S+)\s+)?"
-    r"port\s+(?P<port>\d+)\s+(?:\(\s*(?P<pstate>\w+)\s*\)\s+)?==>\s+(?P<netdev>\S+)\s+\(\s*(?P<state>\w+)\s*\)\s*$"
+    r"port\s+(?P<port>\d+)\s+(?:\(\s*(?P<pstate>\w+)\s*\)\s+)?==>\s+(?P<netdev>[^\s()]+)\s*\(\s*(?P<state>\w+)\s*\)"
 )
-_I2N_START = re.compile(r"==>|^\s*[\w.\-]+\s+port\s+\d")
-# What a line cut short leaves of `DEV port N`: a last line without its newline that matches this was cut.
-_I2N_PREFIX = re.compile(r"^\s*[\w.\-]+(?:\s+(?:p(?:o(?:r(?:t(?:\s+\d*)?)?)?)?)?)?\s*$")
+# `port N ==>` (or -v's `port N (STATE) ==>`) with no whole `NETDEV (State)` after it: a line broken or cut short.
+_I2N_ARROW = re.compile(r"\bport\s+\d+\s+(?:\(\s*\w*\s*\)\s+)?==>")
+_COMMENT = re.compile(r"^\s*(?:#|//)")
+_LEAD = re.compile(r"^[^\w#]*")  # arrows, bullets, a `$ ` before the first word
+# What a cut leaves of `DEV port N ==>` (the first word checked apart), and of a -v line: its PCI address first.
+_I2N_PREFIX = re.compile(r"^(?P<dev>[\w.\-]+)(?:\s+p(?:o(?:r(?:t(?:\s+\d*(?:\s+=?=?)?)?)?)?)?)?\s*$")
+_I2N_PCI_START = re.compile(r"^[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F]\s")
+_I2N_FORM = "`DEV port N ==> NETDEV (State)`"
 
 
 def _unterminated(text: str, number: int, count: int) -> bool:
@@ -62,33 +87,70 @@ def _given(value: str | None) -> str | None:
     return None if value in (None, "", "NA") else value
 
 
-def parse_ibdev2netdev(text: str) -> tuple[NetdevMapping, ...]:
-    """Every `... port N ==> NETDEV (State)` line; prompts and comments around them are skipped."""
+def _cut_mapping(line: str, found: list[NetdevMapping]) -> bool:
+    """True when `line` (the unterminated last line) reads as the start of a mapping: a -v line's PCI address, or a
+    word that begins as a device already read (its first 4 characters) followed by what `port N ==>` leaves. A last
+    word like `ibv_devinfo` or `logout`, run in from the next command, is no device and is only skipped."""
+    rest = _LEAD.sub("", line)
+    if _I2N_PCI_START.match(rest):
+        return True
+    start = _I2N_PREFIX.match(rest)
+    if start is None:
+        return False
+    word = start["dev"][:4]
+    return any(mapping.rdma_device[: len(word)] == word for mapping in found)
+
+
+def _mapping(match: re.Match[str]) -> NetdevMapping:
+    return NetdevMapping(
+        rdma_device=match["dev"],
+        port=int(match["port"]),
+        netdev=match["netdev"],
+        state=_given(match["state"]),
+        port_state=_given(match["pstate"]),
+        pci_address=match["pci"],
+        device_id=_given(match["devid"]),
+        part_id=_given(match["part"]),
+        fw_ver=_given(match["fw"]),
+    )
+
+
+def read_ibdev2netdev(text: str) -> NetdevListing:
+    """Every line that holds a `... port N ==> NETDEV (State)` mapping, and the non-blank lines that hold none.
+
+    A mapping may carry notes before and after it (`──► mlx5_0 port 1 ==> ens1f0 (Up)  # CX-7 1/8`, the next
+    prompt glued to the last line); lines starting `#` or `//` are comments, even when they hold a mapping. A line
+    with `port N ==>` but no whole `NETDEV (State)` after it, or a last line cut inside `DEV port N ==>`, raises
+    ValueError naming it; so does a text in which no line holds a mapping.
+    """
     found: list[NetdevMapping] = []
+    skipped: list[SkippedLine] = []
     lines = text.splitlines()
     for number, line in enumerate(lines, start=1):
-        match = _I2N.match(line)
-        if match is None:
-            cut = _unterminated(text, number, len(lines)) and _I2N_PREFIX.match(line)
-            if _I2N_START.search(line) or (cut and found):
-                raise ValueError(f"line {number}: ibdev2netdev line does not end as `==> NETDEV (State)` (cut off?)")
+        if not line.strip():
             continue
-        found.append(
-            NetdevMapping(
-                rdma_device=match["dev"],
-                port=int(match["port"]),
-                netdev=match["netdev"],
-                state=_given(match["state"]),
-                port_state=_given(match["pstate"]),
-                pci_address=match["pci"],
-                device_id=_given(match["devid"]),
-                part_id=_given(match["part"]),
-                fw_ver=_given(match["fw"]),
-            )
-        )
+        comment = _COMMENT.match(line) is not None
+        match = None if comment else _I2N.search(line)
+        if match is not None:
+            found.append(_mapping(match))
+            continue
+        if not comment and (
+            _I2N_ARROW.search(line) or (_unterminated(text, number, len(lines)) and _cut_mapping(line, found))
+        ):
+            raise ValueError(f"line {number}: ibdev2netdev line does not end as `==> NETDEV (State)` (cut off?)")
+        skipped.append(SkippedLine(number, line.strip()))
     if not found:
-        raise ValueError("not ibdev2netdev output: no `DEV port N ==> NETDEV (State)` line")
-    return tuple(found)
+        where = next((s.line for s in skipped if "==>" in s.text), skipped[0].line if skipped else 1)
+        raise ValueError(
+            f"line {where}: no line holds an ibdev2netdev mapping {_I2N_FORM} (hint: import what `ibdev2netdev` "
+            "prints, one mapping a line; notes around a mapping are fine, a line starting `#` is a comment)"
+        )
+    return NetdevListing(tuple(found), tuple(skipped))
+
+
+def parse_ibdev2netdev(text: str) -> tuple[NetdevMapping, ...]:
+    """The mappings of read_ibdev2netdev, without the lines it skipped."""
+    return read_ibdev2netdev(text).mappings
 
 
 # ---------------------------------------------------------------------------------------------------- ibv_devinfo
