@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from wirespeed.adapters.configroot import system_path
 from wirespeed.adapters.process import run_process
 
 SNAPSHOT_FORMAT = "wirespeed-snapshot/1"
@@ -39,6 +40,8 @@ class NodeSource(Protocol):
     emulated: bool
 
     def read(self, path: str) -> str: ...
+
+    def read_exact(self, path: str) -> str: ...
 
     def listdir(self, path: str) -> list[str]: ...
 
@@ -71,7 +74,11 @@ class RootedSource:
         return self.root / path.lstrip("/")
 
     def read(self, path: str) -> str:
-        return self._host(path).read_text(errors="replace").strip()
+        return self.read_exact(path).strip()
+
+    def read_exact(self, path: str) -> str:
+        """The whole text, leading and trailing lines kept (a configuration file's line numbers count)."""
+        return self._host(path).read_text(errors="replace")
 
     def listdir(self, path: str) -> list[str]:
         return sorted(os.listdir(self._host(path)))
@@ -93,6 +100,10 @@ class LiveSource(RootedSource):
     def __init__(self, emulated: bool | None = None) -> None:
         flag = os.environ.get("WIRESPEED_EMULATED") == "1" if emulated is None else emulated
         super().__init__(Path("/"), "live", flag)
+
+    def _host(self, path: str) -> Path:
+        # An emulated node's /etc is its own directory (WIRESPEED_CONFIG_ROOT); the host's is shared.
+        return system_path(path) if path.startswith("/etc/") else super()._host(path)
 
     def output(self, name: str, produce: Callable[[], Output]) -> Output:
         return produce()
@@ -118,10 +129,13 @@ class SnapshotSource(RootedSource):
         self._errors: dict[str, list[object]] = json.loads(errors_path.read_text()) if errors_path.exists() else {}
 
     def read(self, path: str) -> str:
+        return self.read_exact(path).strip()
+
+    def read_exact(self, path: str) -> str:
         if path in self._errors:
             code, message = self._errors[path]
             raise OSError(int(str(code)), str(message))
-        return super().read(path)
+        return super().read_exact(path)
 
     def output(self, name: str, produce: Callable[[], Output]) -> Output:
         text_path = self.root / "commands" / f"{name}.txt"
@@ -175,8 +189,14 @@ class RecordingSource:
         return current
 
     def read(self, path: str) -> str:
+        return self._record(path, exact=False)
+
+    def read_exact(self, path: str) -> str:
+        return self._record(path, exact=True)
+
+    def _record(self, path: str, exact: bool) -> str:
         try:
-            text = self.live.read(path)
+            text = self.live.read_exact(path) if exact else self.live.read(path)
         except OSError as exc:
             # Kept so that the snapshot fails the same way (an EINVAL speed of a down link, say).
             if exc.errno is not None and exc.errno != errno.ENOENT:
@@ -187,7 +207,7 @@ class RecordingSource:
             resolved = self._mirror_path(path)
         target = self.out / resolved.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text + "\n")
+        target.write_text(text if exact else text + "\n")
         return text
 
     def listdir(self, path: str) -> list[str]:

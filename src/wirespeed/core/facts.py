@@ -172,6 +172,15 @@ class NodeFacts:
     netplan: bool | Unknown = field(default_factory=lambda: Unknown("not read"))
     # NCCL libraries found, by path: "elf=75,80,90 ptx=120" (cubins and PTX inside), or "error: why".
     nccl_archs: dict[str, str] | Unknown = field(default_factory=lambda: Unknown("not read"))
+    # /proc/meminfo's CmaTotal and CmaFree in kB (None: no such line, a kernel built without CMA) and /proc/cmdline.
+    cma_total_kb: int | Unknown | None = field(default_factory=lambda: Unknown("not read"))
+    cma_free_kb: int | Unknown | None = field(default_factory=lambda: Unknown("not read"))
+    kernel_cmdline: str | Unknown = field(default_factory=lambda: Unknown("not read"))
+    # The home of the user who runs the jobs (its passwd entry, as NCCL finds ~/.nccl.conf), and the NCCL and
+    # OpenMPI configuration files as that user reads them: real path -> text (absent: not there), or -> why not.
+    home: str | Unknown = field(default_factory=lambda: Unknown("not read"))
+    job_files: dict[str, str] = field(default_factory=dict)
+    job_file_errors: dict[str, str] = field(default_factory=dict)
 
     def netdev(self, name: str) -> Netdev | None:
         return next((n for n in self.netdevs if n.name == name), None)

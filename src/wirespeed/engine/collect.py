@@ -27,7 +27,7 @@ from wirespeed.core.facts import (
     Unknown,
 )
 from wirespeed.core.fixplan import MANAGED_FILES, NETPLAN_DIR
-from wirespeed.core.parsers import ethtool, fatbin
+from wirespeed.core.parsers import ethtool, fatbin, jobconf, kernel_log
 from wirespeed.core.parsers import sysfs_values as sv
 from wirespeed.core.ports import group_ports
 
@@ -413,8 +413,7 @@ PER_INTERFACE_SYSCTLS = (
     "net.ipv4.conf.{}.rp_filter",
     "net.ipv6.conf.{}.disable_ipv6",
 )
-ENV_PREFIXES = ("NCCL_", "UCX_", "OMPI_MCA_", "GLOO_", "CUDA_VISIBLE_DEVICES")
-KERNEL_PATTERNS = ("insufficient power",)
+ENV_PREFIXES = ("NCCL_", "UCX_", "OMPI_MCA_", "GLOO_", "CUDA_VISIBLE_DEVICES", "VLLM_HOST_IP")
 FIREWALL_COMMANDS = {
     "nft": ["nft", "list", "ruleset"],
     "iptables": ["iptables", "-S"],
@@ -443,7 +442,7 @@ def _kernel_messages() -> Output:
     result = run_command(["dmesg"])
     if not result.ok:
         return result
-    lines = [line for line in result.stdout.splitlines() if any(p in line.lower() for p in KERNEL_PATTERNS)]
+    lines = [line for line in result.stdout.splitlines() if kernel_log.wanted(line)]
     return Output(0, "\n".join(lines) + ("\n" if lines else ""))
 
 
@@ -459,6 +458,50 @@ def _in_container(source: NodeSource) -> bool | Unknown:
     if isinstance(cgroup, Unknown):
         return cgroup
     return any(word in cgroup for word in ("docker", "containerd", "kubepods", "libpod", "lxc"))
+
+
+def _home() -> Output:
+    """The home of this user's passwd entry: where NCCL looks for ~/.nccl.conf (not $HOME)."""
+    import pwd
+
+    try:
+        return Output(0, pwd.getpwuid(os.getuid()).pw_dir + "\n")
+    except KeyError:
+        return Output(1, "")
+
+
+def _meminfo(source: NodeSource) -> dict[str, object]:
+    """CmaTotal and CmaFree from /proc/meminfo (kB), and the kernel command line that sizes them."""
+    found: dict[str, object] = {"kernel_cmdline": _read(source, "/proc/cmdline", _text, "kernel command line")}
+    try:
+        text = source.read("/proc/meminfo")
+    except OSError as exc:
+        why = Unknown(f"/proc/meminfo: {exc.strerror or exc}")
+        return {**found, "cma_total_kb": why, "cma_free_kb": why}
+    for key, name in (("CmaTotal", "cma_total_kb"), ("CmaFree", "cma_free_kb")):
+        try:
+            found[name] = jobconf.meminfo_kb(text, key)
+        except ValueError as exc:
+            found[name] = Unknown(f"/proc/meminfo: {exc}")
+    return found
+
+
+def _job_files(source: NodeSource, environment: dict[str, str]) -> dict[str, object]:
+    """NCCL's and OpenMPI's configuration files, read as the user who runs the jobs, at their real paths."""
+    result = source.output("home", _home)
+    home_text = result.stdout.strip()
+    home: str | Unknown = home_text if result.ok and home_text else _command_unknown("home", result, "getpwuid")
+    user_home = home if isinstance(home, str) else None
+    files: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    for path in jobconf.nccl_files(user_home, environment) + jobconf.openmpi_files(user_home):
+        try:
+            files[path] = source.read_exact(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            errors[path] = exc.strerror or str(exc)
+    return {"home": home, "job_files": files, "job_file_errors": errors}
 
 
 def _kernel_log(source: NodeSource, privileged: bool | None) -> tuple[str, ...] | Unknown:
@@ -546,6 +589,8 @@ def _for_checks(source: NodeSource, fabric: list[str], privileged: bool | None) 
         "environment": environment,
         "in_container": _in_container(source),
         "dev_infiniband": devices,
+        **_meminfo(source),
+        **_job_files(source, environment),
     }
 
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from wirespeed.core.checks import (  # noqa: F401 - imported for their @check registrations
     addressing,
+    bootstrap,
     host,
+    kernel,
     links,
     mtu,
     nccl,
+    ncclconf,
     nic,
     rdma,
     switch,
