@@ -280,6 +280,25 @@ def test_testbed_up_bad_rate_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -
     assert line.startswith("wirespeed: error: not a rate: 'fast'")
 
 
+@pytest.mark.parametrize(("given", "expected"), [("none", 0), ("NONE", 0), ("2gbit", 2 * 10**9)])
+def test_testbed_up_half_rate_none_leaves_the_halves_unshaped(
+    monkeypatch: pytest.MonkeyPatch, given: str, expected: int
+) -> None:
+    seen: dict[str, object] = {}
+
+    class Stop(Exception):
+        pass
+
+    def up(**kwargs: object) -> None:
+        seen.update(kwargs)
+        raise Stop
+
+    monkeypatch.setattr("wirespeed.testbed.build.up", up)
+    with pytest.raises(Stop):
+        main(["testbed", "up", "--half-rate", given], Environment(stdout=io.StringIO(), stderr=io.StringIO()))
+    assert seen["half_rate_bps"] == expected
+
+
 # ---------------------------------------------------------------------------------------------- exit statuses
 @pytest.mark.parametrize(
     "argv",

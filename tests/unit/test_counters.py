@@ -508,3 +508,28 @@ def test_a_64_bit_rdma_word_counter_wraps_in_words_not_bytes() -> None:
     before = IfaceReading(rdma={"port_xmit_data": 2**64 - 1000, "port_rcv_data": 0})
     after = IfaceReading(rdma={"port_xmit_data": 250, "port_rcv_data": 0})
     assert iface_rate(before, after, 1.0).rdma_tx_gbps == pytest.approx(1250 * 4 * 8 / 1e9)
+
+
+def test_what_a_reading_derives_is_kept_and_callers_get_copies() -> None:
+    reading = IfaceReading(
+        stats={"tx_bytes_phy": 10, "rx_bytes_phy": 20, "tx_packets_phy": 1, "rx_packets_phy": 2, "rx_discards_phy": 3},
+        netdev={"rx_dropped": 4, "rx_bytes": 5},
+        rdma={"port_rcv_errors": 6, "port_xmit_data": 7, "port_rcv_data": 8},
+    )
+    errors = reading.errors()
+    assert errors == {"rx_discards_phy": 3, "netdev:rx_dropped": 4, "rdma:port_rcv_errors": 6}
+    errors["rx_discards_phy"] = 999
+    _, wire = reading.wire()
+    wire["tx_bytes"] = 999
+    assert reading.errors()["rx_discards_phy"] == 3 and reading.wire() == (
+        "phy", {"tx_bytes": 10, "rx_bytes": 20, "tx_packets": 1, "rx_packets": 2}
+    )  # fmt: skip
+    assert reading == IfaceReading(reading.stats, reading.netdev, reading.rdma)  # the memo is not compared
+    later = IfaceReading(
+        stats={**reading.stats, "rx_discards_phy": 5, "tx_bytes_phy": 1_000_010},
+        netdev={"rx_dropped": 4, "rx_bytes": 5},
+        rdma={"port_rcv_errors": 6, "port_xmit_data": 7, "port_rcv_data": 8},
+    )
+    rate = iface_rate(reading, later, 1.0)
+    assert rate.errors == {"rx_discards_phy": 2}  # unchanged counters are not "grew by 0"
+    assert rate.tx_gbps == pytest.approx(0.008) and rate.rdma_tx_gbps == 0.0

@@ -394,3 +394,12 @@ def test_view_to_json_rounds_rates() -> None:
     half = view.to_json()["cables"][0]["halves"][A]
     assert half["tx_gbps"] == round(8 / 0.3 / 1e9, 6) == 0.0
     assert isinstance(half["tx_gbps"], float)
+
+
+def test_a_peak_is_kept_as_is_when_the_interval_is_below_it() -> None:
+    from wirespeed.core.counters import CableRate
+    from wirespeed.core.meter import Peak
+
+    peak = Peak(5.0, 5.0, 10.0)
+    assert peak.update(CableRate("p", {}, False, None, 1.0, None)) is peak
+    assert peak.update(CableRate("p", {}, False, None, 6.0, 1.0)) == Peak(6.0, 5.0, 10.0)

@@ -332,3 +332,10 @@ def test_mgmt_index_moves_the_management_subnet() -> None:
     assert plan.mgmt_subnet == "198.18.7.0/24"
     assert plan.host_mgmt_address == "198.18.7.1/24"
     assert [n.mgmt_address for n in plan.nodes] == ["198.18.7.11/24", "198.18.7.12/24"]
+
+
+def test_unshaped_halves_and_a_negative_rate() -> None:
+    plan = make_plan(prefix="wnr-", nodes=2, topology=Topology.DIRECT, cables=1, half_rate_bps=0, mtu=9000)
+    assert plan.half_rate_bps == 0  # `--half-rate none`: no tbf on any half
+    with pytest.raises(UsageError):
+        make_plan(prefix="wnr-", nodes=2, topology=Topology.DIRECT, cables=1, half_rate_bps=-1, mtu=9000)

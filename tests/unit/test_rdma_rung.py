@@ -574,3 +574,27 @@ def test_a_rung_that_cannot_run_is_skipped_with_its_fix(sparks: Discovery, tmp_p
     assert written(run_dir, "rdma-bw") == result
     lat = run_rung(RdmaLatRung(), context(remote, bare, RunDirectory(tmp_path)))
     assert lat.status is RungStatus.SKIPPED and lat.rung == "rdma-lat"
+
+
+def test_the_live_board_hears_the_rung_start_and_end_with_its_figure(sparks: Discovery, tmp_path: Path) -> None:
+    from wirespeed.engine.live import LiveBoard
+
+    board = LiveBoard("bench rdma", 0.5, steps=["rdma-bw", "rdma-lat"])
+    seen: list[tuple[str | None, float | None]] = []
+    remote = FakeRemote(lambda argv, attempt: (0, CLIENT2.read_text(), ""))
+    ctx = context(remote, sparks, RunDirectory(tmp_path))
+    ctx.board = board
+    original = board.start
+
+    def start(name: str, expected_s: float | None = None) -> None:
+        original(name, expected_s)
+        seen.append((board.frame().running, board.frame().expected_s))
+
+    board.start = start  # type: ignore[method-assign]
+    result = run_rung(RdmaBwRung(), ctx)
+    assert seen == [("rdma-bw", BenchOptions().seconds + 1.0)]  # running, with the seconds it should take
+    frame = board.frame()
+    assert frame.running is None
+    [bw, lat] = frame.steps
+    assert (bw.name, bw.state) == ("rdma-bw", "ran") and lat.state == "waiting"
+    assert bw.figure == f"{result.forward_gbps:.2f} Gb/s ({result.ceiling.name})"  # type: ignore[union-attr]

@@ -9,10 +9,12 @@ NIC that comes back under another name (hot-plug on the Spark) keeps its place.
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 
 from wirespeed.adapters.ethtool_ioctl import EthtoolError, StatsReader
@@ -29,6 +31,7 @@ from wirespeed.core.meter import NodeSample
 NET = Path("/sys/class/net")
 RESCAN_S = 1.0
 CPU_INTERVAL_S = 0.1
+PROC_READ = 65536
 
 
 PROC_NET_DEV_FIELDS = (
@@ -43,21 +46,33 @@ NETDEV_KEPT = tuple(
     for i, name in enumerate(PROC_NET_DEV_FIELDS)
     if name.endswith(("_bytes", "_packets")) or is_error_counter(name)
 )
+NETDEV_KEPT_NAMES = tuple(name for _, name in NETDEV_KEPT)
+_NETDEV_PICK = itemgetter(*(i for i, _ in NETDEV_KEPT))
+# The netdev object of a sample line, numbers left out: /proc/net/dev's digits go in as they are.
+NETDEV_FORMAT = "{" + ",".join(f'"{name}":%s' for name in NETDEV_KEPT_NAMES) + "}"
 
 
-def parse_proc_net_dev(text: str, only: Collection[str] | None = None) -> dict[str, dict[str, int]]:
-    """/proc/net/dev as {iface: {rx_bytes, rx_packets, rx_errors, rx_dropped, tx_bytes, ...}} (kept fields)."""
-    found: dict[str, dict[str, int]] = {}
+def proc_net_dev_fields(text: str, only: Collection[str] | None = None) -> dict[str, tuple[str, ...]]:
+    """/proc/net/dev as {iface: the kept fields' digits, in NETDEV_KEPT_NAMES order} (no number parsed)."""
+    found: dict[str, tuple[str, ...]] = {}
     for line in text.splitlines()[2:]:
         name, sep, rest = line.partition(":")
         name = name.strip()
         if not sep or (only is not None and name not in only):
             continue
         values = rest.split()
-        if len(values) < len(PROC_NET_DEV_FIELDS):
+        if len(values) < len(PROC_NET_DEV_FIELDS) or not "".join(values).isdigit():  # digits only: JSON numbers
             continue
-        found[name] = {key: int(values[i]) for i, key in NETDEV_KEPT}
+        found[name] = _NETDEV_PICK(values)
     return found
+
+
+def parse_proc_net_dev(text: str, only: Collection[str] | None = None) -> dict[str, dict[str, int]]:
+    """/proc/net/dev as {iface: {rx_bytes, rx_packets, rx_errors, rx_dropped, tx_bytes, ...}} (kept fields)."""
+    return {
+        name: dict(zip(NETDEV_KEPT_NAMES, map(int, fields), strict=True))
+        for name, fields in proc_net_dev_fields(text, only).items()
+    }
 
 
 class ProcFile:
@@ -70,8 +85,11 @@ class ProcFile:
     def read(self) -> str:
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDONLY)
-        chunks, offset = [], 0
-        while chunk := os.pread(self._fd, 65536, offset):
+        first = os.pread(self._fd, PROC_READ, 0)
+        if len(first) < PROC_READ:  # all of it in one read (the usual case): no second call to see the end
+            return first.decode("ascii", "replace")
+        chunks, offset = [first], len(first)
+        while chunk := os.pread(self._fd, PROC_READ, offset):
             chunks.append(chunk)
             offset += len(chunk)
         return b"".join(chunks).decode("ascii", "replace")
@@ -108,6 +126,41 @@ class _Iface:
     rdma_ports: list[Path] = field(default_factory=list)
     rdma_errors: dict[str, int] = field(default_factory=dict)
     checked: float = 0.0  # when the driver statistics were last read
+    # Laid out once per string set: the selected names, how to take their values, their JSON with holes for them.
+    selected_names: tuple[str, ...] = ()
+    pick: Callable[[Sequence[int]], tuple[int, ...]] = field(default=lambda _: ())
+    stats_format: str = "{}"
+    has_phy: bool = False  # the driver counts the physical port: /proc/net/dev is not needed
+    head: str = ""  # `"label":{"stats":` of the sample line
+    tail: str = ""  # `,"pci":...,"speed_mbps":...}`
+
+    def choose(self, names: tuple[str, ...]) -> None:
+        """Select the counters worth sending from a (new) string set, and lay out their part of the line."""
+        self.names = names
+        wanted = set(select_counters(names))
+        self.selected = [(i, name) for i, name in enumerate(names) if name in wanted]
+        self.selected_names = tuple(name for _, name in self.selected)
+        indices = [i for i, _ in self.selected]
+        if len(indices) > 1:
+            self.pick = itemgetter(*indices)
+        else:
+            self.pick = (lambda values: (values[indices[0]],)) if indices else (lambda _: ())
+        entries = (json.dumps(name).replace("%", "%%") + ":%d" for name in self.selected_names)
+        self.stats_format = "{" + ",".join(entries) + "}"
+        self.has_phy = "tx_bytes_phy" in self.selected_names
+
+
+@dataclass
+class _Reading:
+    """One tick, as read: (interface, selected driver values, netdev digits or None, RDMA counters) per interface
+    found, and the rest of a sample."""
+
+    t: float
+    wall: float
+    ifaces: list[tuple[_Iface, tuple[int, ...], tuple[str, ...] | None, dict[str, int]]]
+    cpu: list[CpuTimes]
+    missing: list[str]
+    renamed: dict[str, str]
 
 
 class NodeSampler:
@@ -115,6 +168,7 @@ class NodeSampler:
 
     def __init__(self, node: str, ifaces: Sequence[str]) -> None:
         self.node = node
+        self._node_json = json.dumps(node)
         self._ifaces = [self._open(label, label) for label in ifaces]
         self._last_scan = 0.0
         self._last_rdma_errors = 0.0
@@ -125,6 +179,8 @@ class NodeSampler:
     def _open(self, label: str, name: str) -> _Iface:
         speed = _read_int(NET / name / "speed")
         iface = _Iface(label, name, _pci_of(name), speed if speed and speed > 0 else None)
+        iface.head = json.dumps(label) + ':{"stats":'
+        iface.tail = f',"pci":{json.dumps(iface.pci)},"speed_mbps":{json.dumps(iface.speed_mbps)}}}'
         try:
             iface.reader = StatsReader(name)
         except EthtoolError:
@@ -139,12 +195,12 @@ class NodeSampler:
             if iface.reader is not None:
                 iface.reader.close()
 
-    def _stats(self, iface: _Iface) -> dict[str, int] | None:
-        """Selected driver statistics; None when the interface is gone."""
+    def _stats(self, iface: _Iface) -> tuple[int, ...] | None:
+        """Selected driver statistics' values, in `iface.selected_names` order; None when the interface is gone."""
         if iface.reader is None:
-            return {} if (NET / iface.name).exists() else None
+            return () if (NET / iface.name).exists() else None
         if iface.names and not iface.selected and time.monotonic() - iface.checked < RESCAN_S:
-            return {}  # nothing worth reading in this driver's set (veth): look again once a second
+            return ()  # nothing worth reading in this driver's set (veth): look again once a second
         iface.checked = time.monotonic()
         try:
             values = iface.reader.values()
@@ -153,10 +209,8 @@ class NodeSampler:
             iface.reader = None
             return None
         if iface.reader.names is not iface.names:  # the string set changed (PFC on, channels): choose again
-            iface.names = iface.reader.names
-            wanted = set(select_counters(iface.names))
-            iface.selected = [(i, name) for i, name in enumerate(iface.names) if name in wanted]
-        return {name: values[i] for i, name in iface.selected}
+            iface.choose(iface.reader.names)
+        return iface.pick(values)
 
     def _rdma(self, iface: _Iface, with_errors: bool) -> dict[str, int]:
         found: dict[str, int] = {}
@@ -197,14 +251,13 @@ class NodeSampler:
             if match is not None:
                 self._ifaces[i] = self._open(iface.label, match)
 
-    def sample(self) -> NodeSample:
+    def _read(self) -> _Reading:
+        """One tick's reading of every interface, kept as the kernel gave it (what `sample` and `line` share)."""
         now = time.monotonic()
         with_errors = now - self._last_rdma_errors >= 1.0
         if with_errors:
             self._last_rdma_errors = now
-        readings: dict[str, IfaceReading] = {}
-        missing: list[str] = []
-        all_stats: list[tuple[_Iface, dict[str, int] | None]] = []
+        all_stats: list[tuple[_Iface, tuple[int, ...] | None]] = []
         for iface in self._ifaces:
             if iface.reader is None and (NET / iface.name).exists():
                 try:
@@ -213,22 +266,19 @@ class NodeSampler:
                     iface.reader = None
             all_stats.append((iface, self._stats(iface)))
         # The kernel's counters only where the driver has no PHY counters (veth, virtio, most non-mlx5 NICs).
-        need = {i.name for i, stats in all_stats if stats is not None and "tx_bytes_phy" not in stats}
+        need = {i.name for i, values in all_stats if values is not None and not (values and i.has_phy)}
         try:
-            netdev = parse_proc_net_dev(self._net_dev.read(), need) if need else {}
+            netdev = proc_net_dev_fields(self._net_dev.read(), need) if need else {}
         except OSError:
             netdev = {}
-        for iface, stats in all_stats:
-            if stats is None or (iface.name in need and iface.name not in netdev):
+        found: list[tuple[_Iface, tuple[int, ...], tuple[str, ...] | None, dict[str, int]]] = []
+        missing: list[str] = []
+        for iface, values in all_stats:
+            if values is None or (iface.name in need and iface.name not in netdev):
                 missing.append(iface.label)
                 continue
-            readings[iface.label] = IfaceReading(
-                stats=stats,
-                netdev=netdev.get(iface.name, {}),
-                rdma=self._rdma(iface, with_errors) if iface.rdma_ports else {},
-                pci=iface.pci,
-                speed_mbps=iface.speed_mbps,
-            )
+            rdma = self._rdma(iface, with_errors) if iface.rdma_ports else {}
+            found.append((iface, values, netdev.get(iface.name), rdma))
         if missing:
             self._find_renamed()
         cpu: list[CpuTimes] = []
@@ -238,12 +288,53 @@ class NodeSampler:
                 cpu = parse_proc_stat(self._stat.read())
             except OSError:
                 cpu = []
+        renamed = {i.label: i.name for i in self._ifaces if i.name != i.label}
+        return _Reading(now, time.time(), found, cpu, missing, renamed)
+
+    def sample(self) -> NodeSample:
+        reading = self._read()
         return NodeSample(
             node=self.node,
-            t=now,
-            ifaces=readings,
-            cpu=cpu,
-            wall=time.time(),
-            missing=tuple(missing),
-            renamed={i.label: i.name for i in self._ifaces if i.name != i.label},
+            t=reading.t,
+            ifaces={
+                iface.label: IfaceReading(
+                    stats=dict(zip(iface.selected_names, values, strict=True)) if values else {},
+                    netdev={} if netdev is None else dict(zip(NETDEV_KEPT_NAMES, map(int, netdev), strict=True)),
+                    rdma=rdma,
+                    pci=iface.pci,
+                    speed_mbps=iface.speed_mbps,
+                )
+                for iface, values, netdev, rdma in reading.ifaces
+            },
+            cpu=reading.cpu,
+            wall=reading.wall,
+            missing=tuple(reading.missing),
+            renamed=reading.renamed,
         )
+
+    def line(self) -> str:
+        """The same sample as `sample()`, as its JSON line (`sample_to_json`'s layout), made without building a
+        dict per interface: each interface's keys are laid out once per string set and only the numbers change;
+        the kernel's netdev counters go out as the digits /proc/net/dev gave them."""
+        reading = self._read()
+        parts = [f'{{"node":{self._node_json},"t":{reading.t!r},"wall":{reading.wall!r},"ifaces":{{']
+        first = True
+        for iface, values, netdev, rdma in reading.ifaces:
+            if not first:
+                parts.append(",")
+            first = False
+            parts.append(iface.head)
+            parts.append(iface.stats_format % values if values else "{}")
+            parts.append(',"netdev":')
+            parts.append(NETDEV_FORMAT % tuple(netdev) if netdev is not None else "{}")
+            parts.append(',"rdma":')
+            parts.append(json.dumps(rdma, separators=(",", ":")) if rdma else "{}")
+            parts.append(iface.tail)
+        parts.append('},"cpu":')
+        parts.append(json.dumps(reading.cpu, separators=(",", ":")) if reading.cpu else "[]")
+        parts.append(',"missing":')
+        parts.append(json.dumps(reading.missing) if reading.missing else "[]")
+        parts.append(',"renamed":')
+        parts.append(json.dumps(reading.renamed, separators=(",", ":")) if reading.renamed else "{}")
+        parts.append("}")
+        return "".join(parts)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -82,6 +83,26 @@ def agent_probe(ctx: Ctx, node: str, ifaces: str, duration: float, token: str) -
         raise UsageError("the cabling probe needs root (raw L2 frames)", hint="--become, or --no-probe")
     result = l2probe.probe(node, [i for i in ifaces.split(",") if i], token, duration)
     ctx.output(True).data(result.to_json())
+
+
+@agent.command("lock", hidden=True)
+@click.option("--holder", "holder_json", required=True, help="Who asks, as JSON (what, user, host, pid, since_utc).")
+@click.option("--wait", is_flag=True, help="Queue behind the holder instead of refusing.")
+def agent_lock(holder_json: str, wait: bool) -> None:
+    """Hold this node's bench lock until stdin closes: one JSON line says `locked`, or `busy` (exit 3) with the
+    holder, or `waiting` for it first (with --wait)."""
+    import json
+
+    from wirespeed.adapters.benchlock import hold
+    from wirespeed.core.benchlock import Holder
+
+    try:
+        holder = Holder.from_json(json.loads(holder_json))
+    except ValueError:
+        holder = None
+    if holder is None:
+        raise UsageError("--holder: not a holder", hint='{"what": ..., "user": ..., "host": ..., "pid": ..., ...}')
+    sys.exit(hold(holder, wait))
 
 
 @agent.command("sample")

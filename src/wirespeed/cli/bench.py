@@ -48,6 +48,24 @@ _FLAGS = (
     click.option("--nccl-timeout", type=click.IntRange(10, 86400), default=900, show_default=True, help="Seconds."),
 )  # fmt: skip
 
+wait_option = click.option(
+    "--wait", "wait_lock", is_flag=True,
+    help="When another bench or commission holds the cluster, queue behind it instead of refusing.",
+)  # fmt: skip
+
+live_options = (
+    click.option("--no-live", "no_live", is_flag=True,
+                 help="Plain progress lines instead of the live view (a pipe or a log gets them anyway)."),
+    click.option("--halves", is_flag=True, help="Show every half under its cable in the live view (key h)."),
+)  # fmt: skip
+
+
+def live_flags(func: Any) -> Any:
+    """--no-live and --halves: how the live view shows a run."""
+    for option in reversed(live_options):
+        func = option(func)
+    return func
+
 
 def shared_options(
     seconds: int, interval: float, streams: int, bidir: bool, collectives: str, min_size: str, max_size: str,
@@ -112,6 +130,8 @@ def _show(out: Output, run: Run, path: Path) -> None:
 @cluster_options
 @click.argument("what", type=click.Choice([*rungs.names(), MATRIX]), default="ladder")
 @bench_flags
+@live_flags
+@wait_option
 @runs_option
 @json_option
 @pass_ctx
@@ -124,6 +144,9 @@ def bench_cmd(
     what: str,
     runs_dir: Path,
     json_mode: bool,
+    no_live: bool,
+    halves: bool,
+    wait_lock: bool,
     **flags: Any,
 ) -> ExitStatus:
     """Climb the bandwidth ladder: TCP (one stream, many streams, every half at once, latency per half), RDMA, and
@@ -133,31 +156,58 @@ def bench_cmd(
     `bench matrix` measures every pair of nodes instead: round-robin rounds of disjoint pairs at once (N-1 rounds
     for N nodes), both directions at once on every half, TCP and (where present) RDMA; outliers are flagged.
 
+    One measurement per cluster: a bench takes every node's lock first, and refuses (exit 3) with the holder's
+    name while another bench or commission runs there (--wait queues behind it).
+
     Exit status: 0 measured; 1 a rung failed or the matrix flagged a cell or a half; 3 nothing could be measured
-    (every rung skipped); 130 interrupted (what was measured is kept, and the run says so)."""
-    from wirespeed.adapters.signals import signals_interrupt
-    from wirespeed.engine import bench, discover
-    from wirespeed.engine.runs import load_run
+    (every rung skipped, or the cluster busy); 130 interrupted (what was measured is kept, and the run says so).
+
+    On a terminal the run is shown live: per node and cable TX and RX at the wire against the line rate, NOW and
+    PEAK, CPU, with the rung running and the seconds left above it (q or Ctrl-C stops, h shows the halves).
+    Otherwise, or with --no-live: one plain line per sample interval."""
+    from wirespeed.engine.benchlock import cluster_lock
 
     out = ctx.output(json_mode)
     options = shared_options(**flags)
     remote = resolve_remote(out, cluster_file, hosts, user)
+    said = lambda text: out.message(f"wirespeed: {text}")  # noqa: E731
+    with remote.owned(), cluster_lock(remote, f"bench {what}", wait=wait_lock, say=said):
+        return _bench(ctx, out, remote, what, options, runs_dir, json_mode, no_live, halves)
+
+
+def _bench(
+    ctx: Ctx, out: Output, remote: Any, what: str, options: rungs.BenchOptions, runs_dir: Path, json_mode: bool,
+    no_live: bool, halves: bool,
+) -> ExitStatus:  # fmt: skip
+    """The bench itself, with every node's lock held."""
+    from wirespeed.adapters.signals import signals_interrupt
+    from wirespeed.engine import bench, discover
+    from wirespeed.engine.live import LiveBoard
+    from wirespeed.engine.runs import load_run
+    from wirespeed.ui.screen import LiveScreen, show
+
     found = discover.discover_live(remote, probe=what != "nccl")
     for reason in found.errors.values():
         out.message(f"wirespeed: {reason}")
     run_dir = bench.start(remote, found, what, options, runs_dir, ctx.argv)
     out.message(f"wirespeed: run {run_dir.name} in {run_dir.path}")
 
-    def said(text: str) -> None:
-        out.message(f"wirespeed: {text}")
+    board = LiveBoard(f"bench {what}", options.interval_s, steps=bench.planned(what, options))
+    board.show_halves(halves)
+    with signals_interrupt(), show(out.console, board, out.message, live=not (no_live or json_mode)) as display:
 
-    def on_round(layer: str, number: int, total: int, cells: list[MatrixCell]) -> None:
-        shown = ", ".join(f"{c.source}->{c.target} {c.tool_gbps:.2f}" if c.tool_gbps is not None
-                          else f"{c.source}->{c.target} failed" for c in cells)  # fmt: skip
-        said(f"matrix {layer} round {number}/{total}: {shown}")
+        def said(text: str) -> None:
+            display.say(f"wirespeed: {text}")
 
-    with signals_interrupt():
-        bench.bench(remote, found, what, options, run_dir, say=said, on_round=on_round)
+        def on_round(layer: str, number: int, total: int, cells: list[MatrixCell]) -> None:
+            shown = ", ".join(f"{c.source}->{c.target} {c.tool_gbps:.2f}" if c.tool_gbps is not None
+                              else f"{c.source}->{c.target} failed" for c in cells)  # fmt: skip
+            said(f"matrix {layer} round {number}/{total}: {shown}")
+
+        bench.bench(remote, found, what, options, run_dir, say=said, on_round=on_round, board=board)
+    if isinstance(display, LiveScreen):
+        for line in display.said:  # what the run said while the screen was up, in order
+            out.message(line)
     run = load_run(run_dir.path)  # what is shown is what the run directory holds
     if json_mode:
         out.data({

@@ -4,13 +4,15 @@ records rendered (before and after, side by side) with the report's path last.""
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
-from wirespeed.cli.bench import bench_flags, shared_options
+from wirespeed.cli.bench import bench_flags, live_flags, shared_options, wait_option
 from wirespeed.cli.common import Ctx, cluster_options, json_option, pass_ctx, resolve_remote, runs_option
 from wirespeed.cli.output import Output
 from wirespeed.core.errors import ExitStatus, WirespeedError
@@ -57,6 +59,8 @@ def _ask(out: Output, yes: bool) -> Confirm:
 @click.option("--rungs", "what", type=click.Choice(rungs.names()), default="ladder", show_default=True,
               help="Which rungs to climb: the whole ladder, a layer, or one rung.")  # fmt: skip
 @bench_flags
+@live_flags
+@wait_option
 @click.option("--rollback-after", type=float, default=20.0, show_default=True,
               help="Seconds a node waits for confirmation before undoing a network change by itself.")  # fmt: skip
 @runs_option
@@ -74,6 +78,9 @@ def commission_cmd(
     rollback_after: float,
     runs_dir: Path,
     json_mode: bool,
+    no_live: bool,
+    halves: bool,
+    wait_lock: bool,
     **flags: Any,
 ) -> ExitStatus:
     """Commission the cluster: discover every node (wirespeed shipped where missing), find which rungs can run,
@@ -85,23 +92,39 @@ def commission_cmd(
     (what was measured is kept, and the run says so)."""
     from wirespeed.adapters.signals import signals_interrupt
     from wirespeed.engine import commission as engine
+    from wirespeed.engine.benchlock import cluster_lock
+    from wirespeed.engine.live import LiveBoard
     from wirespeed.engine.report import load_report
     from wirespeed.engine.runs import load_run
     from wirespeed.ui import report as view
+    from wirespeed.ui.screen import LiveScreen, show
 
     out = ctx.output(json_mode)
     options = engine.CommissionOptions(shared_options(**flags), what, not no_fix, rollback_after)
     remote = resolve_remote(out, cluster_file, hosts, user)
-    run_dir = engine.start(remote, options, runs_dir, ctx.argv)
-    out.message(
-        f"wirespeed: commissioning {remote.cluster.name} ({', '.join(remote.cluster.names)}): run {run_dir.name}"
-    )
 
     def said(text: str) -> None:
         out.message(f"wirespeed: {text}")
 
-    with signals_interrupt():
-        done = engine.commission(remote, options, run_dir, say=said, confirm=_ask(out, yes))
+    with remote.owned(), cluster_lock(remote, "commission", wait=wait_lock, say=said):  # one measurement at a time
+        run_dir = engine.start(remote, options, runs_dir, ctx.argv)
+        out.message(
+            f"wirespeed: commissioning {remote.cluster.name} ({', '.join(remote.cluster.names)}): run {run_dir.name}"
+        )
+
+        @contextlib.contextmanager
+        def live(title: str, names: Sequence[str]) -> Iterator[tuple[LiveBoard | None, Callable[[str], None]]]:
+            """Each bench phase shown live, as `bench` shows it; what it said printed after the screen is gone."""
+            board = LiveBoard(f"commission · {title}", options.bench.interval_s, steps=names)
+            board.show_halves(halves)
+            with show(out.console, board, out.message, live=not (no_live or json_mode)) as display:
+                yield board, lambda text: display.say(f"wirespeed: {text}")
+            if isinstance(display, LiveScreen):
+                for line in display.said:
+                    out.message(line)
+
+        with signals_interrupt():
+            done = engine.commission(remote, options, run_dir, say=said, confirm=_ask(out, yes), live=live)
     steps = done.steps
     started = steps.begin("report", "one page with every step and every rung") if steps else 0.0
     target = run_dir.path / "report.html"

@@ -60,7 +60,12 @@ def print_status(out: Output, status: dict[str, Any]) -> None:
 @click.option("--nodes", "-n", type=int, default=None, help="Number of nodes (direct: 2, ring: 3, switch: 2-16).")
 @click.option("--topology", type=click.Choice(["direct", "ring", "switch"]), default="direct", show_default=True)
 @click.option("--cables", type=click.IntRange(1, 2), default=1, show_default=True, help="Cabled ports per node.")
-@click.option("--half-rate", default="1gbit", show_default=True, help="tc rate of each PCIe half (tc units).")
+@click.option(
+    "--half-rate",
+    default="1gbit",
+    show_default=True,
+    help="tc rate of each PCIe half (tc units), or `none`: not shaped, the CPU is the ceiling.",
+)
 @click.option("--mtu", type=int, default=9000, show_default=True, help="MTU of the fabric interfaces.")
 @click.option("--switch-mtu", type=int, default=None, help="MTU of the switch ports (default: --mtu).")
 @click.option("--miswire", is_flag=True, help="Cross-cable: swap node 2's ports (a fault for discovery to find).")
@@ -110,7 +115,7 @@ def testbed_up(
         nodes=count,
         topology=topology,
         cables=cables,
-        half_rate_bps=parse_rate_bps(half_rate),
+        half_rate_bps=0 if half_rate.strip().lower() == "none" else parse_rate_bps(half_rate),
         mtu=mtu,
         switch_mtu=switch_mtu,
         miswire=miswire,

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
+from wirespeed.cli.bench import live_flags
 from wirespeed.cli.common import CONTEXT, Ctx, cluster_options, json_option, pass_ctx, resolve_remote
 from wirespeed.core.errors import ExitStatus, UsageError
 
@@ -14,10 +14,17 @@ from wirespeed.core.errors import ExitStatus, UsageError
 @click.command("watch", context_settings={**CONTEXT, "ignore_unknown_options": True})
 @cluster_options
 @click.option("--interval", type=float, default=0.5, show_default=True, help="Seconds between samples.")
-@click.option("--duration", "duration_s", type=float, default=None, help="Stop after this many seconds.")
+@click.option(
+    "--duration",
+    "duration_s",
+    type=click.FloatRange(0, None, min_open=True),
+    default=None,
+    help="Stop after this many seconds.",
+)
 @click.option("--once", is_flag=True, help="One interval on every node, then stop (with --json: for scripts).")
 @click.option("--record", type=click.Path(path_type=Path), default=None, help="Append every sample as JSON lines.")
 @click.option("--run", "run_flag", is_flag=True, help="Run the command after `--` alongside; stop when it ends.")
+@live_flags
 @json_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @pass_ctx
@@ -31,19 +38,23 @@ def watch_cmd(
     once: bool,
     record: Path | None,
     run_flag: bool,
+    no_live: bool,
+    halves: bool,
     json_mode: bool,
     command: tuple[str, ...],
 ) -> ExitStatus:
-    """Live TX/RX per node and cable at the wire (NIC PHY counters: RDMA included), per-core CPU, error counters.
-    Ctrl-C stops; the peaks are printed at the end."""
+    """Live TX/RX per node and cable at the wire (NIC PHY counters: RDMA included) against the line rate, NOW and
+    PEAK per node and for the cluster, per-core CPU, error counters that grew. On a terminal: the full screen (q or
+    Ctrl-C leaves, h shows the halves; the last frame stays printed). Otherwise, or with --no-live: one plain line
+    per interval."""
     import contextlib
-
-    from rich.live import Live
 
     from wirespeed.core.meter import layout_from_facts
     from wirespeed.engine import discover
+    from wirespeed.engine.live import LiveBoard
     from wirespeed.engine.watch import open_record, watch
-    from wirespeed.ui.watch import dashboard, peak_lines
+    from wirespeed.ui.dashboard import final_lines
+    from wirespeed.ui.screen import LiveScreen, show
 
     out = ctx.output(json_mode)
     if interval <= 0 or interval > 60:
@@ -57,29 +68,19 @@ def watch_cmd(
     for reason in found.errors.values():
         out.message(f"wirespeed: {reason}")
     layouts = [layout_from_facts(found.facts[node]) for node in sorted(found.facts)]
-    header = f"wirespeed watch  {len(layouts)} node(s)  every {interval:g} s  Gb/s per direction  Ctrl-C stops"
+    title = f"watch: {' '.join(command)}" if command else "watch"
+    board = LiveBoard(title, interval, nodes=[layout.node for layout in layouts if layout.interfaces])
+    board.show_halves(halves)
     with contextlib.ExitStack() as stack:
         sink = stack.enter_context(open_record(record)) if record else None
-        if json_mode or (not out.console.is_terminal and not run_flag and (once or duration_s)):
-            result = watch(
-                remote, layouts, lambda *_: None, interval=interval, duration_s=duration_s,
-                intervals=1 if once else None, record=sink, run_argv=command or None,
-            )  # fmt: skip
-        else:
-            live = stack.enter_context(
-                Live(console=out.console, auto_refresh=False, transient=False, redirect_stdout=False)
-            )
-
-            def show(views: Any, waiting: list[str], tail: list[str]) -> None:
-                live.update(dashboard(views, waiting, header, out.console.width, tail), refresh=True)
-
-            result = watch(
-                remote, layouts, show, interval=interval, duration_s=duration_s,
-                intervals=1 if once else None, record=sink, run_argv=command or None,
-            )  # fmt: skip
-            show(result.views, [], result.run_tail)  # the final frame, with the command's last output
-        if not json_mode:
-            out.console.print()
+        display = None if json_mode else stack.enter_context(show(out.console, board, out.message, not no_live))
+        result = watch(
+            remote, layouts, board, interval=interval, duration_s=duration_s,
+            intervals=1 if once else None, record=sink, run_argv=command or None,
+        )  # fmt: skip
+    if isinstance(display, LiveScreen):
+        for line in display.said:
+            out.message(line)
     for node, reason in sorted(result.ended.items()):
         out.message(f"wirespeed: {node}: {reason}")
     if json_mode:
@@ -96,7 +97,7 @@ def watch_cmd(
             }
         )
     else:
-        for line in peak_lines(result.views):
+        for line in final_lines(board.frame()):
             out.console.print(line, markup=False, highlight=False)
     if result.run_returncode:
         out.message(f"wirespeed: {command[0]} exited with status {result.run_returncode}")

@@ -28,6 +28,7 @@ VPORT_TX = (
 )
 VPORT_RX = tuple(name.replace("tx_", "rx_", 1) for name in VPORT_TX)
 VPORT_RDMA = ("tx_vport_rdma_unicast_bytes", "rx_vport_rdma_unicast_bytes")
+VPORT_NEEDED = (*VPORT_RDMA, "tx_vport_unicast_bytes", "rx_vport_unicast_bytes")  # for a function's own bytes
 # Counters whose growth explains trouble (spark-facts 4.1-4.3). Pause/CNP/ECN grow legitimately with PFC/ECN on.
 ERROR_NAMES = frozenset(
     {
@@ -155,29 +156,60 @@ class IfaceReading:
     pci: str | None = None
     speed_mbps: int | None = None
 
+    # A reading is metered twice (as the interval's end, then as the next one's start): what `iface_rate` derives
+    # from it is kept on it the first time (frozen fields; the derived values are not fields, so not compared).
+    def _wire(self) -> tuple[str, dict[str, int]]:
+        try:
+            return self.__dict__["_wire_memo"]  # type: ignore[no-any-return]
+        except KeyError:
+            pass
+        if wire_source(self.stats) == "phy":
+            found = "phy", {n.removesuffix("_phy"): self.stats[n] for n in PHY}
+        else:
+            found = "netdev", {n: self.netdev[n] for n in NETDEV if n in self.netdev}
+        self.__dict__["_wire_memo"] = found
+        return found
+
+    def _errors(self) -> dict[str, int]:
+        try:
+            return self.__dict__["_errors_memo"]  # type: ignore[no-any-return]
+        except KeyError:
+            pass
+        found: dict[str, int] = {}
+        for prefix, counters in (("", self.stats), ("netdev:", self.netdev), ("rdma:", self.rdma)):
+            if counters:
+                for name, key in _error_keys(prefix, tuple(counters)):
+                    found[key] = counters[name]
+        self.__dict__["_errors_memo"] = found
+        return found
+
     def wire(self) -> tuple[str, dict[str, int]]:
         """(source, {tx_bytes, rx_bytes, tx_packets, rx_packets}) from the best counters this interface has."""
-        if wire_source(self.stats) == "phy":
-            return "phy", {n.removesuffix("_phy"): self.stats[n] for n in PHY}
-        return "netdev", {n: self.netdev[n] for n in NETDEV if n in self.netdev}
+        source, found = self._wire()
+        return source, dict(found)
 
     def function_bytes(self) -> tuple[int, int] | None:
         """This PCI function's own (tx, rx) bytes, RDMA included, from the vport counters; None without them."""
-        if not all(name in self.stats for name in (*VPORT_RDMA, "tx_vport_unicast_bytes", "rx_vport_unicast_bytes")):
+        stats = self.stats
+        if not stats or not all(name in stats for name in VPORT_NEEDED):
             return None
-        return sum(self.stats.get(n, 0) for n in VPORT_TX), sum(self.stats.get(n, 0) for n in VPORT_RX)
+        return sum(stats.get(n, 0) for n in VPORT_TX), sum(stats.get(n, 0) for n in VPORT_RX)
 
     def rdma_words(self) -> tuple[int, int] | None:
         """(xmit, rcv) RDMA port data in 4-byte words, as the counters hold them (wrap is in words)."""
-        if not all(name in self.rdma for name in RDMA_WORDS):
+        rdma = self.rdma
+        if not rdma or "port_xmit_data" not in rdma or "port_rcv_data" not in rdma:
             return None
-        return self.rdma["port_xmit_data"], self.rdma["port_rcv_data"]
+        return rdma["port_xmit_data"], rdma["port_rcv_data"]
 
     def errors(self) -> dict[str, int]:
-        found = {n: v for n, v in self.stats.items() if is_error_counter(n)}
-        found.update({f"netdev:{n}": v for n, v in self.netdev.items() if is_error_counter(n)})
-        found.update({f"rdma:{n}": v for n, v in self.rdma.items() if is_error_counter(n)})
-        return found
+        return dict(self._errors())
+
+
+@lru_cache(maxsize=1024)  # an interface's counter names are the same in every reading
+def _error_keys(prefix: str, names: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """(name, name as `errors()` keys it) of the error counters among `names`."""
+    return tuple((name, prefix + name) for name in names if is_error_counter(name))
 
 
 def gbps(byte_delta: int | None, seconds: float) -> float | None:
@@ -209,8 +241,8 @@ def _pair(prev: tuple[int, int] | None, cur: tuple[int, int] | None, seconds: fl
 
 def iface_rate(previous: IfaceReading, current: IfaceReading, seconds: float) -> IfaceRate:
     """Rates between two readings of one interface, `seconds` apart."""
-    source, cur = current.wire()
-    prev_source, prev = previous.wire()
+    source, cur = current._wire()
+    prev_source, prev = previous._wire()
     if source != prev_source:  # the string set changed under us: no rate for this interval
         tx = rx = None
     else:
@@ -224,10 +256,17 @@ def iface_rate(previous: IfaceReading, current: IfaceReading, seconds: float) ->
             if "rx_bytes" in cur and "rx_bytes" in prev
             else None
         )
-    ftx, frx = _pair(previous.function_bytes(), current.function_bytes(), seconds)
-    rtx, rrx = _pair(previous.rdma_words(), current.rdma_words(), seconds / 4)  # words: 4 bytes each
-    before = previous.errors()
-    grew = {n: d for n, v in current.errors().items() if n in before and (d := delta(before[n], v)) and d > 0}
+    ftx = frx = rtx = rrx = None
+    if current.stats and previous.stats:
+        ftx, frx = _pair(previous.function_bytes(), current.function_bytes(), seconds)
+    if current.rdma and previous.rdma:
+        rtx, rrx = _pair(previous.rdma_words(), current.rdma_words(), seconds / 4)  # words: 4 bytes each
+    before = previous._errors()
+    grew = {
+        n: d
+        for n, v in current._errors().items()
+        if (b := before.get(n)) is not None and v != b and (d := delta(b, v)) and d > 0
+    }
     return IfaceRate(source, tx, rx, ftx, frx, rtx, rrx, grew)
 
 
@@ -262,8 +301,12 @@ class CableRate:
 
 
 def _sum(values: Iterable[float | None]) -> float | None:
-    items = list(values)
-    return None if not items or any(v is None for v in items) else sum(v for v in items if v is not None)
+    total: float | None = None
+    for value in values:
+        if value is None:
+            return None
+        total = value if total is None else total + value
+    return total
 
 
 def _max(values: Iterable[float | None]) -> float | None:

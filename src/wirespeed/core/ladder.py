@@ -17,6 +17,10 @@ from wirespeed.core.results import BITS_PER_BYTE, Ceiling, Direction, Flow, NotR
 WIRE_FRACTION = 0.90  # at or above this share of the line rate, the wire is the ceiling
 CPU_SATURATED = 90.0  # a core this busy limits a TCP flow
 DEGRADED_FRACTION = 0.5  # a flow this far below the others (or its line rate) marks a degraded half
+# The wire carried this much more than the test sent on a half (headers add about 1%, start-up and the tool's
+# omitted first second a few more): another flow shares the link, and the test's figure is not the link's.
+CONTENTION_FRACTION = 1.15
+CONTENTION_MIN_GBPS = 0.05  # and by at least this much, so that an idle half's noise never reads as a flow
 
 
 def _ipv4(facts: NodeFacts, iface: str) -> str | None:
@@ -93,18 +97,39 @@ def _loss(result: RungResult) -> Ceiling | None:
     return Ceiling("loss", (f"error counters grew during the rung: {shown}",))
 
 
+def _contention(result: RungResult) -> Ceiling | None:
+    """A half whose wire carried clearly more than the test sent through it: someone else's traffic shares the
+    link (another bench, a training job), so neither the CPU nor the wire can be blamed for the test's figure."""
+    sent: dict[tuple[str, str], float] = {}
+    for f in result.flows:
+        if f.tool_gbps is not None:
+            end = f.flow.source if f.direction is Direction.FORWARD else f.flow.target
+            sent[end] = sent.get(end, 0.0) + f.tool_gbps
+    shared = []
+    for end, tool in sorted(sent.items()):
+        wire = result.wire.tx_gbps.get(end)
+        if wire is not None and wire >= CONTENTION_FRACTION * tool and wire - tool >= CONTENTION_MIN_GBPS:
+            shared.append(
+                f"{end[0]} {end[1]}: the test sent {tool:.2f} Gb/s while the wire carried {wire:.2f} Gb/s: "
+                f"{wire - tool:.2f} Gb/s of another flow shares the link"
+            )
+    return Ceiling("contention", tuple(shared)) if shared else None
+
+
 def diagnose(
     result: RungResult, single_flow: bool = False, halves_available: int = 0, defaults: Sequence[str] = ()
 ) -> Ceiling:
-    """The ceiling of a rung that ran, first match wins: loss, degraded, wire (or half-port when halves of the
-    cabled ports stayed idle), defaults (the checks found the MTU at its default while a core saturated, or MTU or
-    buffers at their defaults with no core saturated), cpu, single-flow, half-port. `defaults` is the checks'
-    evidence, one line each, starting with the check id."""
+    """The ceiling of a rung that ran, first match wins: loss, contention (another flow on a half), degraded, wire
+    (or half-port when halves of the cabled ports stayed idle), defaults (the checks found the MTU at its default
+    while a core saturated, or MTU or buffers at their defaults with no core saturated), cpu, single-flow,
+    half-port. `defaults` is the checks' evidence, one line each, starting with the check id."""
     flows = [f for f in result.flows if f.tool_gbps is not None]
     if not flows:
         return Ceiling("unknown", ("no flow finished",))
     if (loss := _loss(result)) is not None:
         return loss
+    if (contention := _contention(result)) is not None:
+        return contention
     rates = [(f, f.tool_gbps or 0.0) for f in flows]
     best = max(rate for _, rate in rates)
     slow = [(f, rate) for f, rate in rates if len(rates) > 1 and rate < DEGRADED_FRACTION * best]

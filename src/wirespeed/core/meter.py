@@ -97,6 +97,12 @@ class Peak:
     duplex_gbps: float = 0.0
 
     def update(self, rate: CableRate) -> Peak:
+        if (
+            (rate.tx_gbps or 0.0) <= self.tx_gbps
+            and (rate.rx_gbps or 0.0) <= self.rx_gbps
+            and (rate.duplex_gbps or 0.0) <= self.duplex_gbps
+        ):
+            return self  # no new peak (most intervals): no new object
         return Peak(
             max(self.tx_gbps, rate.tx_gbps or 0.0),
             max(self.rx_gbps, rate.rx_gbps or 0.0),
@@ -251,9 +257,9 @@ def sample_from_json(data: Mapping[str, Any], line: str | None = None) -> NodeSa
     ValueError/KeyError/TypeError on anything else."""
     ifaces = {
         name: IfaceReading(
-            stats={k: int(v) for k, v in raw.get("stats", {}).items()},
-            netdev={k: int(v) for k, v in raw.get("netdev", {}).items()},
-            rdma={k: int(v) for k, v in raw.get("rdma", {}).items()},
+            stats=_counters(raw.get("stats")),
+            netdev=_counters(raw.get("netdev")),
+            rdma=_counters(raw.get("rdma")),
             pci=raw.get("pci"),
             speed_mbps=raw.get("speed_mbps"),
         )
@@ -269,6 +275,11 @@ def sample_from_json(data: Mapping[str, Any], line: str | None = None) -> NodeSa
         renamed=dict(data.get("renamed", {})),
         line=line,
     )
+
+
+def _counters(raw: Mapping[str, Any] | None) -> dict[str, int]:
+    """A line's counters as ints (a number that is not one raises); an empty or absent object costs nothing."""
+    return {k: int(v) for k, v in raw.items()} if raw else {}
 
 
 def sample_line(sample: NodeSample) -> str:

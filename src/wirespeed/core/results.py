@@ -338,7 +338,7 @@ class Latency:
 
 @dataclass(frozen=True)
 class Ceiling:
-    name: str  # wire, cpu, single-flow, half-port, degraded, loss, defaults, fallback, unknown
+    name: str  # wire, cpu, single-flow, half-port, degraded, loss, contention, defaults, fallback, unknown
     evidence: tuple[str, ...]
 
     def to_json(self) -> dict[str, Any]:

@@ -20,9 +20,10 @@ from wirespeed.core.matrix import MatrixCell, MatrixResult
 from wirespeed.core.results import NotRunnable, RungResult, RungStatus
 from wirespeed.core.run import NodeRef, RunRecord, RunStatus
 from wirespeed.engine import rungs
+from wirespeed.engine.live import LiveBoard
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory, ending, utc_now
-from wirespeed.engine.rungs.base import BenchOptions, Rung, RungContext, preflight, run_rung
+from wirespeed.engine.rungs.base import BenchOptions, Rung, RungContext, preflight, run_rung, write_rung
 
 MATRIX = "matrix"
 DEFAULTS_CHECKS = ("mtu.host", "sysctl.tcp")
@@ -105,6 +106,7 @@ def bench(
     *,
     say: Callable[[str], None] = lambda _: None,
     on_round: Callable[[str, int, int, list[MatrixCell]], None] | None = None,
+    board: LiveBoard | None = None,
 ) -> BenchRun:
     """Climb the rungs of `what` (or the matrix layers) and end the run's record. A signal ends it `interrupted`
     and returns what was measured; any other error ends it `failed` and goes on up."""
@@ -121,12 +123,13 @@ def bench(
                         on_round(layer, number, total, cells)
 
                 done.matrices.append(run_matrix(remote, discovery, layer, replace(options, bidir=True), run_dir,
-                                                on_round=heard))  # fmt: skip
+                                                on_round=heard, board=board))  # fmt: skip
         else:
             chosen = rungs.select(what, options.collectives)
             needs_defaults = any(r.layer in ("tcp", "rdma") for r in chosen)
             ctx = RungContext(remote, discovery, options, run_dir,
-                              defaults_evidence(discovery) if needs_defaults else (), tick=say)  # fmt: skip
+                              defaults_evidence(discovery) if needs_defaults else (), tick=say,
+                              board=board)  # fmt: skip
             runnable, skipped = preflight(ctx, chosen)
             for name, why in skipped:
                 say(f"{name} will not run: {why.reason} (fix: {why.fix})")
@@ -144,9 +147,10 @@ def climb(
 ) -> list[RungResult]:
     """The rungs preflight left: the skipped written first with their reason and fix (nothing ran for them), then
     each runnable one in turn, each written the moment it ends. A rung that did not run is said in one line."""
-    results = [ctx.run_dir.rung(RungResult(name, RungStatus.SKIPPED, why.reason, why.fix)) for name, why in skipped]
+    results = [write_rung(ctx, RungResult(name, RungStatus.SKIPPED, why.reason, why.fix)) for name, why in skipped]
     for index, rung in enumerate(runnable, start=1):
-        say(f"{indent}{rung.name} ({index} of {len(runnable)}) ...")
+        if ctx.board is None:  # the live view says which rung runs
+            say(f"{indent}{rung.name} ({index} of {len(runnable)}) ...")
         result = run_rung(rung, ctx)
         results.append(result)
         if result.status is not RungStatus.RAN:

@@ -10,10 +10,12 @@ beside the figures it explains.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -31,6 +33,7 @@ from wirespeed.engine import fix as fixing
 from wirespeed.engine import rungs
 from wirespeed.engine.bench import climb, defaults_from_checks
 from wirespeed.engine.discover import discover_live
+from wirespeed.engine.live import LiveBoard
 from wirespeed.engine.progress import still, ticking
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory, ending, utc_now
@@ -72,6 +75,9 @@ class Stop(Exception):
 
 
 Confirm = Callable[[dict[str, list[Operation]], dict[str, list[str]]], bool]
+# The live view of one bench phase: given its title and its rungs, a context giving the board the rungs report to
+# and what to say while it is shown (the display lives in the CLI; the engine only opens and closes it).
+LivePhase = Callable[[str, Sequence[str]], AbstractContextManager[tuple[LiveBoard | None, Callable[[str], None]]]]
 
 
 def start(remote: Remote, options: CommissionOptions, root: Path, command: Sequence[str]) -> RunDirectory:
@@ -137,11 +143,24 @@ def _counts(run: CheckRun) -> str:
 
 
 def _measure(
-    ctx: RungContext, runnable: Sequence[Rung], skipped: Sequence[tuple[str, NotRunnable]], say: Callable[[str], None]
+    ctx: RungContext,
+    runnable: Sequence[Rung],
+    skipped: Sequence[tuple[str, NotRunnable]],
+    say: Callable[[str], None],
+    live: LivePhase,
+    title: str,
 ) -> str:
-    """The rungs preflight left, in turn: how many of them ran, in words for the step's line."""
-    results = climb(ctx, runnable, skipped, say, indent="    ")
+    """The rungs preflight left, in turn, shown live: how many of them ran, in words for the step's line."""
+    names = [name for name, _ in skipped] + [r.name for r in runnable]
+    with live(title, names) as (board, shown):
+        results = climb(replace(ctx, board=board), runnable, skipped, shown if board else say, indent="    ")
     return f"{sum(r.status is RungStatus.RAN for r in results)} of {len(results)} rung(s) ran"
+
+
+@contextlib.contextmanager
+def no_live_view(title: str, names: Sequence[str]) -> Iterator[tuple[LiveBoard | None, Callable[[str], None]]]:
+    """No live view: the rungs say what they do through the run's own `say` (every two seconds)."""
+    yield None, lambda _: None
 
 
 def commission(
@@ -151,6 +170,7 @@ def commission(
     *,
     say: Callable[[str], None],
     confirm: Confirm,
+    live: LivePhase = no_live_view,
 ) -> Commission:
     """Every step in turn, each recorded as it ends; a signal ends the run `interrupted`, a `Stop` ends it `failed`
     with what to do by hand, and whatever else goes wrong ends it `failed` and goes on up."""
@@ -158,7 +178,7 @@ def commission(
     done = Commission(run_dir, steps=steps)
     with remote.owned(), ending(run_dir) as end:
         try:
-            _run(remote, options, run_dir, steps, done, say, confirm)
+            _run(remote, options, run_dir, steps, done, say, confirm, live)
         except Stop as stop:
             end.status, end.reason, done.stopped = RunStatus.FAILED, f"stopped: {stop.reason}", stop.todo
     done.status, done.reason = end.status, end.reason
@@ -173,6 +193,7 @@ def _run(
     done: Commission,
     say: Callable[[str], None],
     confirm: Confirm,
+    live: LivePhase,
 ) -> None:
     started = steps.begin("discover", f"{len(remote.cluster.nodes)} node(s): facts, cabling probe")
     try:
@@ -211,7 +232,7 @@ def _run(
 
     started = steps.begin("bench before", f"{len(runnable)} rung(s) as the cluster is now")
     ctx.defaults = defaults_from_checks(checks)
-    steps.end("bench before", started, StepStatus.DONE, _measure(ctx, runnable, skipped, say))
+    steps.end("bench before", started, StepStatus.DONE, _measure(ctx, runnable, skipped, say, live, "bench before"))
 
     started = steps.begin("fix", "what the checks found, planned per node")
     nodes = plan_nodes(CheckInput(found.facts, found.cabling), checks.results)
@@ -267,7 +288,8 @@ def _run(
 
     started = steps.begin("bench after", "the same rungs again, on the cluster as the fixes left it")
     again = replace(ctx, discovery=found, run_dir=run_dir.phase_dir("after"), defaults=defaults_from_checks(after))
-    steps.end("bench after", started, StepStatus.DONE, _measure(again, *preflight(again, chosen), say))
+    measured = _measure(again, *preflight(again, chosen), say, live, "bench after")
+    steps.end("bench after", started, StepStatus.DONE, measured)
 
 
 def _skip_after(steps: _Steps) -> None:

@@ -24,6 +24,7 @@ from wirespeed.core.matrix import (
 from wirespeed.core.meter import layout_from_facts
 from wirespeed.core.rdma import RdmaOptions, RdmaPair, plan_rdma
 from wirespeed.core.results import FlowResult, NotRunnable, RungStatus
+from wirespeed.engine.live import LiveBoard
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory
 from wirespeed.engine.rungs.base import BenchOptions
@@ -77,6 +78,7 @@ def run_matrix(
     options: BenchOptions,
     run_dir: RunDirectory,
     on_round: Callable[[int, int, list[MatrixCell]], None] | None = None,
+    board: LiveBoard | None = None,
 ) -> MatrixResult:
     """All pairs in round-robin rounds; the result is written after every round, and as interrupted when a signal
     cuts it."""
@@ -84,25 +86,35 @@ def run_matrix(
     rounds = round_robin(nodes)
     base = MatrixResult(layer, RungStatus.SKIPPED, tuple(nodes), tuple(tuple(r) for r in rounds),
                         seconds_per_test=float(options.seconds), bidir=options.bidir)  # fmt: skip
+    name = f"matrix-{layer}"
+
+    def written(result: MatrixResult) -> MatrixResult:
+        run_dir.matrix(result)
+        if board is not None and result.status is not RungStatus.RAN:
+            board.end(name, result.status.value)
+        return result
+
     if len(nodes) < 2:
-        skipped = replace(base, reason="fewer than two nodes have a link", fix="run `wirespeed discover`")
-        run_dir.matrix(skipped)
-        return skipped
+        return written(replace(base, reason="fewer than two nodes have a link", fix="run `wirespeed discover`"))
     if layer == "rdma":
         first = _rdma_plan(discovery, rounds[0], rdma_options(options))
         if isinstance(first, str):
-            skipped = replace(base, reason=f"no RDMA between {first}", fix="`wirespeed check` says what is missing")
-            run_dir.matrix(skipped)
-            return skipped
+            return written(
+                replace(base, reason=f"no RDMA between {first}", fix="`wirespeed check` says what is missing")
+            )
     layouts = [layout_from_facts(discovery.facts[n]) for n in nodes]
-    name = f"matrix-{layer}"
+    if board is not None:
+        board.start(name, len(rounds) * (options.seconds + MEASURE_FROM_S))
     cells: list[MatrixCell] = []
     every_flow: list[FlowResult] = []
     round_seconds: list[float] = []
     result = replace(base, status=RungStatus.RAN)
-    with WireRecorder(remote, layouts, options.interval_s, run_dir.open_text(f"{name}.samples.jsonl")) as recorder:
+    record = run_dir.open_text(f"{name}.samples.jsonl")
+    with WireRecorder(remote, layouts, options.interval_s, record, board.view if board else None) as recorder:
         try:
             for number, pairs in enumerate(rounds, start=1):
+                if board is not None:
+                    board.detail(f"round {number} of {len(rounds)}: " + ", ".join(f"{a}<->{b}" for a, b in pairs))
                 started = time.monotonic()
                 flows = _round(remote, discovery, layer, pairs, options, run_dir, f"{name}/round-{number}")
                 ended = time.monotonic()
@@ -124,12 +136,14 @@ def run_matrix(
                     on_round(number, len(rounds), made)
         except KeyboardInterrupt as exc:
             why = getattr(exc, "reason", None) or "interrupted (Ctrl-C)"
-            run_dir.matrix(replace(result, status=RungStatus.INTERRUPTED, reason=f"{why} after {len(round_seconds)} "
+            written(replace(result, status=RungStatus.INTERRUPTED, reason=f"{why} after {len(round_seconds)} "
                                    f"of {len(rounds)} rounds"))  # fmt: skip
             raise
     failed = [c for c in result.cells if c.tool_gbps is None]
     if failed:
         reason = "; ".join(sorted({c.error or f"{c.source} -> {c.target}: no figure" for c in failed}))
         result = replace(result, status=RungStatus.FAILED, reason=reason)
-    run_dir.matrix(result)
-    return result
+    if board is not None and result.status is RungStatus.RAN:
+        known = [c.tool_gbps for c in result.cells if c.tool_gbps is not None]
+        board.end(name, result.status.value, f"{min(known):.2f}-{max(known):.2f} Gb/s" if known else None)
+    return written(result)

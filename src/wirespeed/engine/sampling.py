@@ -7,17 +7,19 @@ sampler never outlives the controller. Samples carry the node's own monotonic cl
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import queue
+import signal
 import stat
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from wirespeed.core.meter import NodeLayout, NodeSample, sample_from_json, sample_to_json
+from wirespeed.core.meter import NodeLayout, NodeSample, sample_from_json
 from wirespeed.engine.remote import Remote, RemoteProcess
 
 
@@ -38,32 +40,94 @@ def _stdin_is_a_pipe() -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
+FLUSH_S = 0.05  # lines wait at most this long on the node: at 100 samples/s, one write (and ssh packet) per 5
+SLEEP_MAX_S = 0.1  # waits longer than this are on the stop event (a stop is seen at once); shorter ones sleep
+
+
 def stream_samples(node: str, ifaces: Sequence[str], interval: float, count: int = 0) -> None:
-    """The node side: one JSON line per tick on stdout, on a fixed schedule (no drift), until told to stop."""
+    """The node side: one JSON line per tick on stdout, on a fixed schedule (no drift), until told to stop.
+
+    Lines go out together at most every FLUSH_S (each line as soon as it is made at longer intervals): every
+    write costs a wake-up of sshd, of the ssh client and of the controller's reader, more than the line itself.
+    A short wait is a plain sleep (an event's timed wait costs twice as much CPU); a stop (stdin closed, or
+    SIGTERM from the execution layer's watchdog) is then seen within SLEEP_MAX_S and what is held is written.
+    """
     from wirespeed.adapters.nicsampler import NodeSampler
 
     stop = threading.Event()
     if count == 0 and _stdin_is_a_pipe():  # under the execution layer's watchdog it is /dev/null: TERM stops us
         threading.Thread(target=_watch_stdin, args=(stop,), daemon=True).start()
+    restore = _stop_on_term(stop) if count == 0 else None
+    out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
     sampler = NodeSampler(node, ifaces)
     next_tick = time.monotonic()
+    held_since: float | None = None  # the tick of the oldest line not yet flushed
     sent = 0
     try:
         while not stop.is_set() and (count == 0 or sent < count):
-            line = json.dumps(sample_to_json(sampler.sample()), separators=(",", ":"))
-            sys.stdout.write(line + "\n")
-            sys.stdout.flush()
+            line = sampler.line() + "\n"
+            if out is not None:
+                out.write(line.encode("utf-8", "surrogateescape"))
+            else:
+                sys.stdout.write(line)
             sent += 1
+            held_since = next_tick if held_since is None else held_since  # as scheduled: no float jitter
             next_tick += interval
+            if next_tick - held_since >= FLUSH_S - 1e-9 or (count and sent >= count):
+                sys.stdout.flush()
+                held_since = None
             delay = next_tick - time.monotonic()
             if delay < 0:  # fell behind (a slow read): skip ticks rather than burst
                 next_tick = time.monotonic()
             elif count == 0 or sent < count:
-                stop.wait(delay)
+                if delay <= SLEEP_MAX_S:
+                    time.sleep(delay)
+                else:
+                    stop.wait(delay)
+        if held_since is not None:
+            sys.stdout.flush()
     except BrokenPipeError:
         pass
     finally:
         sampler.close()
+        if restore is not None:
+            restore()
+
+
+def _stop_on_term(stop: threading.Event) -> Callable[[], None] | None:
+    """SIGTERM sets `stop` (the lines held are written before the sampler exits); returns how to undo it. None
+    where a handler cannot be set (not the main thread) or one is set already."""
+    try:
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return None
+        previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    except ValueError:  # not the main thread
+        return None
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return restore
+
+
+def _line_batches(process: RemoteProcess, size: int = 65536) -> Iterator[list[str]]:
+    """The complete lines of the process's stdout, as many as have come at each read, until it ends (a last line
+    without its newline too). Reads the pipe directly: one system call per batch rather than per line."""
+    stdout = getattr(process.popen, "stdout", None)
+    try:
+        fd = stdout.fileno() if stdout is not None else -1
+    except (OSError, ValueError, io.UnsupportedOperation):
+        fd = -1
+    if fd < 0:  # not a real pipe (tests): line by line
+        yield from ([line] for line in process.lines())
+        return
+    rest = b""
+    while chunk := os.read(fd, size):
+        *complete, rest = (rest + chunk).split(b"\n")
+        if complete:
+            yield [line.decode("utf-8", "replace") for line in complete if line]
+    if rest.strip():
+        yield [rest.decode("utf-8", "replace")]
 
 
 @dataclass(frozen=True)
@@ -81,7 +145,7 @@ class ClusterSampler:
         self.remote = remote
         self.layouts = [layout for layout in layouts if layout.interfaces]
         self.interval = interval
-        self._queue: queue.Queue[NodeSample | Ended] = queue.Queue()
+        self._queue: queue.Queue[list[NodeSample] | Ended] = queue.Queue()
         self._processes: list[RemoteProcess] = []
         self._threads: list[threading.Thread] = []
         self.running = 0
@@ -108,13 +172,19 @@ class ClusterSampler:
             self.running += 1
 
     def _read(self, process: RemoteProcess) -> None:
+        """Whatever the node wrote since the last read, as one batch of samples on the queue: the agent writes
+        several lines at once at short intervals, and one hand-over per batch wakes the consumer once."""
         reason = "sampler ended"
         try:
-            for line in process.lines():
-                try:
-                    self._queue.put(sample_from_json(json.loads(line), line))
-                except (ValueError, KeyError, TypeError):
-                    reason = f"unexpected sampler output: {line[:80]!r}"
+            for lines in _line_batches(process):
+                batch: list[NodeSample] = []
+                for line in lines:
+                    try:
+                        batch.append(sample_from_json(json.loads(line), line))
+                    except (ValueError, KeyError, TypeError):
+                        reason = f"unexpected sampler output: {line[:80]!r}"
+                if batch:
+                    self._queue.put(batch)
         except (OSError, ValueError):
             pass
         self._queue.put(Ended(process.node.name, reason))
@@ -129,7 +199,9 @@ class ClusterSampler:
                 continue
             if isinstance(item, Ended):
                 self.running -= 1
-            yield item
+                yield item
+            else:
+                yield from item
 
     def stop(self) -> dict[str, str]:
         """Stop every node's sampler; returns the nodes whose sampler failed, with the reason."""

@@ -1,5 +1,6 @@
-"""`wirespeed watch`: sample every node, turn samples into views, hand them to a display; optionally run a command
-alongside and stop when it ends. Every raw sample can be recorded as it arrives (nothing is lost on Ctrl-C)."""
+"""`wirespeed watch`: sample every node, turn samples into views, hand them to the live board; optionally run a
+command alongside (its last lines go to the board too) and stop when it ends. Every raw sample can be recorded as
+it arrives (nothing is lost on Ctrl-C)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import collections
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -15,10 +16,9 @@ from typing import IO
 from wirespeed.adapters.process import kill_group
 from wirespeed.core.errors import WirespeedError
 from wirespeed.core.meter import Meter, NodeLayout, NodeView, sample_line
+from wirespeed.engine.live import LiveBoard
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.sampling import ClusterSampler, Ended
-
-Display = Callable[[dict[str, NodeView], list[str], list[str]], None]  # views, nodes waiting, command output tail
 
 
 @dataclass
@@ -73,7 +73,7 @@ class _Command:
 def watch(
     remote: Remote,
     layouts: Sequence[NodeLayout],
-    display: Display,
+    board: LiveBoard,
     *,
     interval: float = 0.5,
     duration_s: float | None = None,
@@ -107,9 +107,11 @@ def watch(
                     result.views[item.node] = view
                     result.intervals += 1
                     per_node[item.node] += 1
+                    board.view(view)
                 if item.node in waiting and view is not None:
                     waiting.remove(item.node)
-            display(result.views, waiting, list(command.tail) if command else [])
+            if command is not None:
+                board.tail(list(command.tail))
             if command is not None and command.done():
                 break
             if duration_s is not None and time.monotonic() - started >= duration_s:
@@ -126,6 +128,7 @@ def watch(
         if command is not None:
             result.run_returncode = command.stop()
             result.run_tail = list(command.tail)
+            board.tail(result.run_tail)
     return result
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO
 
 from wirespeed.core.counters import is_congestion
@@ -19,7 +19,15 @@ from wirespeed.engine.sampling import ClusterSampler
 class WireRecorder:
     """Samples every node while a rung runs; averages per interface over the rung, the busiest core seen."""
 
-    def __init__(self, remote: Remote, layouts: Sequence[NodeLayout], interval_s: float, record: IO[str]) -> None:
+    def __init__(
+        self,
+        remote: Remote,
+        layouts: Sequence[NodeLayout],
+        interval_s: float,
+        record: IO[str],
+        on_view: Callable[[NodeView], None] | None = None,
+    ) -> None:
+        self.on_view = on_view  # the live view hears every interval as it is metered
         self.sampler = ClusterSampler(remote, layouts, interval_s)
         self.meter = Meter(layouts)
         self.views: list[NodeView] = []
@@ -36,6 +44,8 @@ class WireRecorder:
                 if view is not None:
                     self.arrived.append(time.monotonic())
                     self.views.append(view)
+                    if self.on_view is not None:
+                        self.on_view(view)
 
     def __enter__(self) -> WireRecorder:
         self.sampler.start()

@@ -244,6 +244,8 @@ class _Builder:
             )
 
     def shape(self, netns: str, dev: str, rate_bps: int) -> None:
+        if rate_bps <= 0:  # `--half-rate none`: left as veth is, as fast as the CPU moves it
+            return
         system.run(
             ["tc", "-n", netns, "qdisc", "replace", "dev", dev, "root", *tbf_args(rate_bps)],
             f"{netns}: shaping {dev}",
@@ -513,8 +515,9 @@ def up(
     progress(f"management network {plan.mgmt_subnet} (this host: {plan.host_mgmt_address} on {plan.host_iface})")
     builder.management()
     progress(
-        f"fabric: {plan.topology}, {len(links(plan))} halves shaped to {format_rate(plan.half_rate_bps)}, "
-        f"MTU {plan.mtu}"
+        f"fabric: {plan.topology}, {len(links(plan))} halves "
+        + (f"shaped to {format_rate(plan.half_rate_bps)}, " if plan.half_rate_bps > 0 else "not shaped, ")
+        + f"MTU {plan.mtu}"
     )
     builder.fabric()
     builder.hostnames()
@@ -818,6 +821,8 @@ def revert(prefix: str, node: str, iface: str) -> dict[str, Any]:
             ["tc", "-n", netns, "qdisc", "replace", "dev", dev, "root", *tbf_args(rate)],
             f"{netns}: rate of {dev}",
         )
+    elif "rate_bps" in state.faults.get(f"{netns}/{dev}", {}):  # an unshaped testbed: take the fault's tbf away
+        system.run(["tc", "-n", netns, "qdisc", "del", "dev", dev, "root"], f"{netns}: rate of {dev}", check=False)
     removed = state.faults.pop(f"{netns}/{dev}", None)
     state.save()
     return {"target": f"{netns}/{dev}", "reverted": removed or {}}

@@ -97,7 +97,7 @@ class TestbedPlan:
     prefix: str
     topology: Topology
     cables: int
-    half_rate_bps: int
+    half_rate_bps: int  # 0: not shaped (`--half-rate none`), the CPU is the ceiling
     mtu: int
     switch_mtu: int
     mgmt_index: int
@@ -237,6 +237,8 @@ def make_plan(
     validate_prefix(prefix)
     if cables not in (1, 2):
         raise UsageError(f"--cables must be 1 or 2, got {cables}")
+    if half_rate_bps < 0:
+        raise UsageError(f"half rate {half_rate_bps} bit/s is negative", hint="use 1gbit, or none for unshaped halves")
     if not 68 <= mtu <= 65535:
         raise UsageError(f"--mtu {mtu} is out of range", hint="use 1500 or 9000")
     if switch_mtu is not None and not 68 <= switch_mtu <= 65535:

@@ -50,9 +50,10 @@ def testbed_status(status: dict[str, Any]) -> RenderableType:
         if leftovers:
             header.append(f"  leftover namespaces: {', '.join(leftovers)}", style="red")
         return header
+    rate = format_rate(status["half_rate_bps"]) if status["half_rate_bps"] else "not shaped"
     header.append(
         f"  topology {status['topology']}, {status['cables']} cable(s), half rate "
-        f"{format_rate(status['half_rate_bps'])}, MTU {status['mtu']}, management {status['mgmt_subnet']}"
+        f"{rate}, MTU {status['mtu']}, management {status['mgmt_subnet']}"
     )
     parts: list[RenderableType] = [header]
     for problem in status["problems"]:

@@ -51,6 +51,27 @@ def test_a_saturated_core_below_the_wire_is_the_cpu() -> None:
     assert ceiling.name == "cpu" and "s1 core 3 at 99%" in ceiling.evidence[0]
 
 
+def test_a_wire_that_carried_more_than_the_test_is_contention_not_cpu() -> None:
+    """Two benches at once: each got half the link, a core ran hot, and the wire was full. Not the CPU's fault."""
+    shared = WireFigures(tx_gbps={("s1", P1H0): 0.99, ("s1", P1H1): 0.51}, busiest_core={"s1": (0, 100.0)})
+    ceiling = diagnose(ran((P1H0, 0.49), (P1H1, 0.50), wire=shared), halves_available=2)
+    assert ceiling.name == "contention"
+    assert ceiling.evidence == (
+        f"s1 {P1H0}: the test sent 0.49 Gb/s while the wire carried 0.99 Gb/s: 0.50 Gb/s of another flow shares "
+        "the link",
+    )  # the other half carried what its test sent: not named
+
+
+def test_a_wire_a_little_above_the_test_is_headers_not_contention() -> None:
+    headers = WireFigures(tx_gbps={("s1", P1H0): 0.995}, busiest_core={"s1": (0, 99.0)})
+    assert diagnose(ran((P1H0, 0.97), (P1H1, 0.6), wire=headers), halves_available=2).name != "contention"
+    idle = WireFigures(tx_gbps={("s1", P1H0): 0.03})  # a nearly idle half: noise, far below the minimum
+    assert diagnose(ran((P1H0, 0.01), wire=idle), single_flow=True).name == "single-flow"
+    back = RungResult("tcp-single", RungStatus.RAN, flows=(FlowResult(flow(P1H0), Direction.REVERSE, 0.5),),
+                      wire=WireFigures(tx_gbps={("s2", P1H0): 0.98}))  # fmt: skip
+    assert diagnose(back).name == "contention"  # a reverse flow is sent from the target's half
+
+
 def test_a_half_far_below_its_twin_is_degraded_and_named() -> None:
     ceiling = diagnose(ran((P1H0, 0.97), (P1H1, 0.3)), halves_available=2)
     assert ceiling.name == "degraded" and f"s1 {P1H1} (0.30 Gb/s)" in ceiling.evidence[0]

@@ -9,6 +9,7 @@ import pytest
 from builders import P0H0, P1H0, P1H1, Half, spark, without_rdma
 from rich.console import Console
 
+from wirespeed.core.board import Board
 from wirespeed.core.counters import IfaceReading
 from wirespeed.core.meter import (
     Cable,
@@ -19,7 +20,7 @@ from wirespeed.core.meter import (
     sample_from_json,
     sample_to_json,
 )
-from wirespeed.ui.watch import dashboard, peak_lines
+from wirespeed.ui.dashboard import final_lines, render
 
 LAYOUT = NodeLayout("s1", (Cable("port 1", (P1H0, P1H1), 200.0),))
 GB = 125_000_000  # bytes in one second at 1 Gb/s
@@ -113,6 +114,7 @@ def test_the_netdev_fallback_is_named() -> None:
 
 
 def test_the_dashboard_fits_80_columns_and_shows_everything() -> None:
+    """From counters to the screen: the meter's view of a real-shaped sample, drawn by the live view."""
     meter = Meter([LAYOUT])
     meter.add(sample(0.0, phy(0, 0), phy(0, 0), [(0, 0, 0, 100, 0, 0, 0, 0), (0, 0, 0, 100, 0, 0, 0, 0)]))
     errors = IfaceReading(stats={**phy(88 * GB, 85 * GB).stats, "rx_discards_phy": 0})
@@ -120,12 +122,16 @@ def test_the_dashboard_fits_80_columns_and_shows_everything() -> None:
     view = meter.add(sample(1.5, IfaceReading(stats={**errors.stats, "rx_discards_phy": 7}), phy(80 * GB, 80 * GB),
                             [(10, 0, 0, 110, 0, 0, 0, 0), (90, 0, 0, 110, 0, 0, 0, 0)]))  # fmt: skip
     assert view is not None
-    for width in (80, 120):
+    board = Board("watch: all_reduce_perf", 0.5, nodes=["s1", "s2"])
+    board.add(view)
+    board.tail = ("# Avg bus bandwidth : 21.5",)
+    board.show_halves = True
+    for width, height in ((80, 24), (120, 40)):
         console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
-        console.print(dashboard({"s1": view}, ["s2"], "wirespeed watch", width, ["# Avg bus bandwidth : 21.5"]))
+        console.print(render(board.frame(0.0), width, height))
         text = console.export_text()
-        for part in ("s1", "port 1", "TX", "RX", "█", "168.0", "peak", P1H0, P1H1, "rx_discards_phy +7",
-                     "busiest core 1", "s2: waiting", "Avg bus bandwidth"):  # fmt: skip
+        for part in ("s1", "port 1", "TX", "RX", "█", "168.0 Gb/s", "PEAK", P1H0, P1H1, "rx_discards_phy +7",
+                     "core 1  90%", "s2: waiting", "Avg bus bandwidth", "PHY counters: RDMA included"):  # fmt: skip
             assert part in text, (part, text)
         assert max(len(line) for line in text.splitlines()) <= width
-    assert peak_lines({"s1": view}) == ["s1 port 1: peak TX 168.00  RX 165.00  full duplex 333.00 Gb/s"]
+    assert final_lines(board.frame(0.0)) == ["s1: peak TX 168.00 Gb/s  RX 165.00 Gb/s  full duplex 333.00 Gb/s"]

@@ -12,10 +12,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from wirespeed.core.board import step_figure
 from wirespeed.core.discovery import Discovery
 from wirespeed.core.meter import layout_from_facts
 from wirespeed.core.nccl import DEFAULT_COLLECTIVES
 from wirespeed.core.results import Ceiling, CollectiveSummary, FlowResult, Latency, NotRunnable, RungResult, RungStatus
+from wirespeed.engine.live import LiveBoard
 from wirespeed.engine.progress import ticking
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory
@@ -55,6 +57,7 @@ class RungContext:
     run_dir: RunDirectory
     defaults: tuple[str, ...] = ()  # the checks' evidence of settings left at their defaults (MTU, TCP buffers)
     tick: Callable[[str], None] | None = None  # hears, every 2 s while a rung runs, what it is doing
+    board: LiveBoard | None = None  # the live view: hears which rung runs and every interval at the wire
 
 
 @dataclass
@@ -97,6 +100,10 @@ class Rung(ABC):
     def run(self, ctx: RungContext, plan: Any, measured: Measured) -> None:
         """Run the tool on the nodes, adding results to `measured` as they come."""
 
+    def expected_s(self, ctx: RungContext, plan: Any) -> float | None:
+        """How long the rung should take, for the live view's "seconds left"; None where it cannot be known."""
+        return None
+
     def diagnose(self, ctx: RungContext, plan: Any, result: RungResult) -> Ceiling | None:
         """The ceiling this rung hit, from its figures and the wire's; None where a rung has no ceiling."""
         return None
@@ -136,26 +143,38 @@ def run_rung(rung: Rung, ctx: RungContext) -> RungResult:
     if not isinstance(plan, NotRunnable):
         plan = missing_tool(ctx, rung, plan.nodes) or plan
     if isinstance(plan, NotRunnable):
-        return ctx.run_dir.rung(RungResult(rung.name, RungStatus.SKIPPED, plan.reason, plan.fix))
+        return write_rung(ctx, RungResult(rung.name, RungStatus.SKIPPED, plan.reason, plan.fix))
     layouts = [layout_from_facts(ctx.discovery.facts[n]) for n in plan.nodes]
     measured = Measured()
     started = time.monotonic()
     samples = ctx.run_dir.open_text(f"{rung.name}.samples.jsonl")
+    board = ctx.board
+    if board is not None:
+        board.start(rung.name, rung.expected_s(ctx, plan))
     with (
-        WireRecorder(ctx.remote, layouts, ctx.options.interval_s, samples) as recorder,
-        ticking(ctx.tick, lambda elapsed: _progress(rung.name, elapsed, recorder, measured)),
+        WireRecorder(ctx.remote, layouts, ctx.options.interval_s, samples, board.view if board else None) as recorder,
+        ticking(None if board else ctx.tick, lambda elapsed: _progress(rung.name, elapsed, recorder, measured)),
     ):
         try:
             rung.run(ctx, plan, measured)
         except KeyboardInterrupt as exc:
             cut = _assemble(rung, measured, recorder, started, since=0.0)  # cut short: every sample counts
             why = getattr(exc, "reason", None) or "interrupted (Ctrl-C)"
-            ctx.run_dir.rung(replace(cut, status=RungStatus.INTERRUPTED, reason=why))
+            write_rung(ctx, replace(cut, status=RungStatus.INTERRUPTED, reason=why))
             raise
     result = _assemble(rung, measured, recorder, started, since=rung.settle_s)
     if result.status is RungStatus.RAN:
         result = replace(result, ceiling=rung.diagnose(ctx, plan, result))
-    return ctx.run_dir.rung(result)
+    return write_rung(ctx, result)
+
+
+def write_rung(ctx: RungContext, result: RungResult) -> RungResult:
+    """The rung's record written, and the live view told how it ended."""
+    written = ctx.run_dir.rung(result)
+    if ctx.board is not None:
+        figure = step_figure(written.forward_gbps, written.p50_us, written.ceiling.name if written.ceiling else None)
+        ctx.board.end(written.rung, written.status.value, figure)
+    return written
 
 
 def _progress(name: str, elapsed: float, recorder: WireRecorder, measured: Measured) -> str:

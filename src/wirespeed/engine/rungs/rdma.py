@@ -94,6 +94,9 @@ class RdmaBwRung(Rung):
     def plan(self, ctx: RungContext) -> RdmaPlan | NotRunnable:
         return _plan(ctx, first_only=False)
 
+    def expected_s(self, ctx: RungContext, plan: RdmaPlan) -> float:
+        return ctx.options.seconds + 1.0
+
     def run(self, ctx: RungContext, plan: RdmaPlan, measured: Measured) -> None:
         def done(index: int, run: PairRun) -> None:  # as each client finishes: a rung cut short keeps them
             measured.flows.extend(bw_results(plan.pairs[index], run))

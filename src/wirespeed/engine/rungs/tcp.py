@@ -97,6 +97,9 @@ class TcpRung(Rung):
             cores=_cores(ctx.remote, pair[0]) if every else 0,
         )
 
+    def expected_s(self, ctx: RungContext, plan: TcpPlan) -> float:
+        return ctx.options.seconds + 1.0  # every flow at once; the servers' start
+
     def run(self, ctx: RungContext, plan: TcpPlan, measured: Measured) -> None:
         measure_flows(
             ctx.remote, ctx.run_dir, plan.flows, seconds=ctx.options.seconds, bidir=ctx.options.bidir,

@@ -31,6 +31,9 @@ class TcpLatRung(Rung):
         found = first_pair_flows(ctx.discovery.facts, ctx.discovery.cabling)
         return found if isinstance(found, NotRunnable) else TcpLatPlan(found[0], tuple(found[1]))
 
+    def expected_s(self, ctx: RungContext, plan: TcpLatPlan) -> float:
+        return (ctx.options.seconds + 1.0) * len(plan.flows)  # one half at a time
+
     def run(self, ctx: RungContext, plan: TcpLatPlan, measured: Measured) -> None:
         size = sockperf.DEFAULT_MESSAGE_BYTES
         failures = []

@@ -1,0 +1,518 @@
+"""What the instrument costs, three ways side by side in one run: the node's agent, the whole pipeline from a node's
+counters to the controller's meter and record, and the observer effect on a CPU-bound measurement.
+
+1. node: `agent sample` of 8 veth interfaces (4 pairs in a namespace of its own) at 100 samples/s, its CPU per
+   sample (all threads, /proc/<pid>/task/*/schedstat, ns), against `ethtool -S` on each of the 8 and parsing it;
+   and the same agent with mlx5-sized driver sets (the real fixture's names padded with per-channel and
+   per-priority counters to several hundred, decoded from a GSTATS-shaped buffer by the sampler's own code).
+2. pipeline: a 2-node emulated cluster (2 cables, 4 halves a node), `ClusterSampler` + the recorder's work
+   (`WireRecorder`: parse, record line, `Meter.add`) at `--interval` 0.01 s: CPU of every process involved (the
+   agents, sshd on the nodes, the ssh clients and ControlMaster here, this process's threads) over a steady
+   window, per node-sample.
+3. observer: on a 2-node cluster with unshaped halves (`--half-rate none`: the CPU is the ceiling),
+   `wirespeed bench tcp-single` alternated with the same iperf3 argv run by hand between the same namespaces.
+
+Needs root; makes its own testbeds and namespace with a random prefix and removes them, even on Ctrl-C.
+
+    sudo .venv/bin/python benchmarks/bench_instrument.py [--only node,pipeline,observer] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "ethtool"
+MLX5_FIXTURE = FIXTURE / "ethtool_S_mlx5_xdp_kernel5.15_nonzero_only.txt"
+
+# The agent's loop, with (mlx5) or without (veth) driver sets made to the size of a real mlx5 interface.
+AGENT = r"""
+import struct, sys
+from wirespeed.core.parsers.ethtool import parse_stats
+
+node, ifaces, interval = sys.argv[1], sys.argv[2].split(","), float(sys.argv[3])
+mode, fixture = sys.argv[4], sys.argv[5]
+if mode == "mlx5":
+    import wirespeed.adapters.nicsampler as nicsampler
+
+    base = list(parse_stats(open(fixture).read()))
+    for name in ("tx_bytes_phy", "rx_bytes_phy", "tx_packets_phy", "rx_packets_phy",
+                 "tx_vport_rdma_unicast_bytes", "rx_vport_rdma_unicast_bytes"):
+        if name not in base:
+            base.append(name)
+    per_channel = ("packets", "bytes", "csum_complete", "csum_unnecessary", "xdp_drop", "xdp_redirect", "lro_packets",
+                   "lro_bytes", "gro_packets", "gro_bytes", "ecn_mark", "removed_vlan_packets", "wqe_err",
+                   "mpwqe_filler_cqes", "mpwqe_filler_strides", "buff_alloc_err", "cqe_compress_blks",
+                   "cqe_compress_pkts", "congst_umr", "arfs_err", "recover", "cache_reuse", "cache_full",
+                   "cache_empty", "cache_busy")
+    names = base + [f"{d}{c}_{s}" for c in range(20) for d in ("rx", "tx") for s in per_channel[:12]]
+    names += [f"{d}_prio{p}_{s}" for p in range(8) for d in ("rx", "tx")
+              for s in ("bytes", "packets", "pause", "pause_duration", "pause_transition", "discards")]
+    names = tuple(dict.fromkeys(names))
+    growing = [i for i, n in enumerate(names) if "bytes" in n or "packets" in n]
+
+    class Reader:  # the ioctl reader's surface, values decoded from a GSTATS-shaped buffer as the real one does
+        def __init__(self, iface):
+            self.iface, self.names = iface, names
+            self._format = struct.Struct(f"={len(names)}Q")
+            self._values = [1_000_000 + 7 * i for i in range(len(names))]
+            self._buffer = bytearray(8 + 8 * len(names))
+
+        def values(self):
+            for i in growing:
+                self._values[i] += 12_500_000
+            self._format.pack_into(self._buffer, 8, *self._values)
+            return self._format.unpack_from(self._buffer, 8)
+
+        def read(self):
+            return dict(zip(self.names, self.values()))
+
+        def close(self):
+            pass
+
+    nicsampler.StatsReader = Reader
+    print(f"{len(names)} driver statistics per interface", file=sys.stderr)
+from wirespeed.engine.sampling import stream_samples
+
+stream_samples(node, ifaces, interval)
+"""
+
+ETHTOOL = r"""
+import json, resource, subprocess, sys, time
+from wirespeed.core.parsers.ethtool import parse_stats
+
+ifaces, rounds = sys.argv[1].split(","), int(sys.argv[2])
+
+def cpu():
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+def once():
+    for iface in ifaces:
+        parse_stats(subprocess.run(["ethtool", "-S", iface], capture_output=True, text=True, check=True).stdout)
+
+once()
+c0, w0 = cpu(), time.perf_counter()
+for _ in range(rounds):
+    once()
+print(json.dumps({"cpu_s": (cpu() - c0) / rounds, "wall_s": (time.perf_counter() - w0) / rounds}))
+"""
+
+
+# ------------------------------------------------------------------------------------------------ CPU accounting
+def task_cpu_ns(pid: int) -> int:
+    """CPU time of every thread of `pid` (ns, from schedstat: user and system, finer than the 10 ms ticks of stat)."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for tid in tasks:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            total += int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
+    return total
+
+
+def pids() -> list[int]:
+    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+
+
+def netns_pids(netns: str) -> list[int]:
+    """Processes whose network namespace is `netns` (a node of the emulated cluster: its sshd and what runs there)."""
+    inode = os.stat(f"/run/netns/{netns}").st_ino
+    found = []
+    for pid in pids():
+        with contextlib.suppress(OSError):
+            if os.stat(f"/proc/{pid}/ns/net").st_ino == inode:
+                found.append(pid)
+    return found
+
+
+def cmdline_pids(needle: str) -> list[int]:
+    found = []
+    for pid in pids():
+        with contextlib.suppress(OSError):
+            if needle in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                found.append(pid)
+    return found
+
+
+class CpuWindow:
+    """CPU of a set of processes (found again at each reading) between `start()` and `stop()`, in ns per group."""
+
+    def __init__(self, groups: dict[str, Callable[[], list[int]]]) -> None:
+        self.groups = groups
+        self.first: dict[str, dict[int, int]] = {}
+
+    def read(self) -> dict[str, dict[int, int]]:
+        return {name: {pid: task_cpu_ns(pid) for pid in find()} for name, find in self.groups.items()}
+
+    def start(self) -> None:
+        self.first = self.read()
+
+    def stop(self) -> dict[str, int]:
+        """ns per group; a process that started inside the window counts from 0 (none should, in a steady state)."""
+        last = self.read()
+        return {
+            name: sum(ns - self.first.get(name, {}).get(pid, 0) for pid, ns in now.items())
+            for name, now in last.items()
+        }
+
+
+def median_spread(values: list[float]) -> tuple[float, float, float]:
+    return statistics.median(values), min(values), max(values)
+
+
+def sh(argv: list[str]) -> str:
+    return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+
+
+# ------------------------------------------------------------------------------------------------------ 1. node
+@contextlib.contextmanager
+def veth_namespace() -> Iterator[tuple[str, list[str]]]:
+    netns = f"wsib-{uuid.uuid4().hex[:6]}"
+    sh(["ip", "netns", "add", netns])
+    try:
+        ifaces = []
+        for pair in range(4):
+            a, b = f"iba{pair}", f"ibb{pair}"
+            sh(["ip", "-n", netns, "link", "add", "name", a, "type", "veth", "peer", "name", b])
+            for name in (a, b):
+                sh(["ip", "-n", netns, "link", "set", name, "up"])
+            ifaces += [a, b]
+        yield netns, ifaces
+    finally:
+        subprocess.run(["ip", "netns", "del", netns], check=False, capture_output=True)
+
+
+def agent_per_sample(netns: str, ifaces: list[str], mode: str, interval: float, seconds: float) -> dict[str, float]:
+    """One agent at `interval`: its CPU per line over `seconds` of steady state (start-up left out), from outside."""
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    argv = ["ip", "netns", "exec", netns, sys.executable, "-c", AGENT, "bench", ",".join(ifaces), str(interval)]
+    child = subprocess.Popen(
+        [*argv, mode, str(MLX5_FIXTURE)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    assert child.stdout is not None and child.stdin is not None
+    lines = 0
+    sizes = 0
+
+    def drain() -> None:
+        nonlocal lines, sizes
+        assert child.stdout is not None
+        for line in child.stdout:
+            lines += 1
+            sizes += len(line)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        time.sleep(1.5)  # imports and the first samples
+        cpu0, lines0, bytes0 = task_cpu_ns(child.pid), lines, sizes
+        time.sleep(seconds)
+        cpu1, lines1, bytes1 = task_cpu_ns(child.pid), lines, sizes
+    finally:
+        child.stdin.close()
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        reader.join(timeout=5)
+    count = max(1, lines1 - lines0)
+    return {"cpu_us": (cpu1 - cpu0) / 1e3 / count, "samples": count, "line_bytes": (bytes1 - bytes0) / count}
+
+
+def ethtool_per_sample(netns: str, ifaces: list[str], rounds: int) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    out = sh(["ip", "netns", "exec", netns, "env", f"PYTHONPATH={env['PYTHONPATH']}", sys.executable, "-c", ETHTOOL,
+              ",".join(ifaces), str(rounds)])  # fmt: skip
+    data = json.loads(out.strip().splitlines()[-1])
+    return {"cpu_us": data["cpu_s"] * 1e6, "wall_us": data["wall_s"] * 1e6}
+
+
+def bench_node(repeats: int, seconds: float) -> dict[str, Any]:
+    with veth_namespace() as (netns, ifaces):
+        veth, mlx5, ethtool = [], [], []
+        for _ in range(repeats):  # alternated, medians
+            veth.append(agent_per_sample(netns, ifaces, "veth", 0.01, seconds))
+            mlx5.append(agent_per_sample(netns, ifaces, "mlx5", 0.01, seconds))
+            ethtool.append(ethtool_per_sample(netns, ifaces, 30))
+    result: dict[str, Any] = {"interfaces": len(ifaces)}
+    for name, runs in (("veth", veth), ("mlx5", mlx5), ("ethtool", ethtool)):
+        result[name] = {
+            "cpu_us": median_spread([r["cpu_us"] for r in runs]),
+            **({"line_bytes": statistics.median(r["line_bytes"] for r in runs)} if "line_bytes" in runs[0] else {}),
+        }
+    result["ratio_veth"] = result["ethtool"]["cpu_us"][0] / result["veth"]["cpu_us"][0]
+    result["ratio_mlx5"] = result["ethtool"]["cpu_us"][0] / result["mlx5"]["cpu_us"][0]
+    return result
+
+
+# -------------------------------------------------------------------------------------------------- testbeds
+@contextlib.contextmanager
+def testbed(half_rate: str, cables: int) -> Iterator[tuple[str, Path]]:
+    """A 2-node direct testbed of our own (random prefix), always taken down."""
+    prefix = f"ib{uuid.uuid4().hex[:4]}-"
+    wirespeed = [sys.executable, "-m", "wirespeed"]
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    try:
+        out = subprocess.run(
+            [*wirespeed, "testbed", "up", "--prefix", prefix, "--cables", str(cables), "--half-rate", half_rate,
+             "--json"], check=True, capture_output=True, text=True, env=env,
+        ).stdout  # fmt: skip
+        cluster = Path(json.loads(out)["cluster_file"])
+        yield prefix, cluster
+    finally:
+        subprocess.run([*wirespeed, "testbed", "down", "--prefix", prefix], capture_output=True, env=env, check=False)
+
+
+# -------------------------------------------------------------------------------------------------- 2. pipeline
+def bench_pipeline(repeats: int, seconds: float, interval: float) -> dict[str, Any]:
+    from wirespeed.core.meter import Cable, NodeLayout
+    from wirespeed.engine.clusters import load_cluster_file
+    from wirespeed.engine.remote import Remote
+    from wirespeed.engine.wire import WireRecorder
+
+    halves = ("enp1s0f0np0", "enP2p1s0f0np0", "enp1s0f1np1", "enP2p1s0f1np1")
+    runs = []
+    with testbed("1gbit", 2) as (_, cluster_file), tempfile.TemporaryDirectory(prefix="wsib-") as work:
+        control = Path(work) / "cm"
+        control.mkdir()
+        remote = Remote(load_cluster_file(cluster_file), control_dir=control)
+        nodes = [node.name for node in remote.cluster.nodes]
+        layouts = [NodeLayout(n, (Cable("port 0", halves[:2], 2.0), Cable("port 1", halves[2:], 2.0))) for n in nodes]
+        me = os.getpid()
+        groups: dict[str, Callable[[], list[int]]] = {
+            "agents": lambda: [p for n in nodes for p in netns_pids(n) if p in cmdline_pids("agent sample")],
+            "sshd": lambda: [p for n in nodes for p in netns_pids(n) if p not in cmdline_pids("agent sample")],
+            "ssh": lambda: [p for p in cmdline_pids(str(control)) if p != me],
+            "controller": lambda: [me],
+        }
+        with remote.owned():
+            remote.run(remote.cluster.node(nodes[0]), ["true"])  # connections up, agents shipped, before timing
+            for _ in range(repeats):
+                record_path = Path(work) / "samples.jsonl"
+                with WireRecorder(remote, layouts, interval, record_path.open("w")):
+                    time.sleep(2.0)  # the agents' start-up
+                    window = CpuWindow(groups)
+                    lines0 = record_path.read_text().count("\n")
+                    window.start()
+                    time.sleep(seconds)
+                    used = window.stop()
+                    lines1 = record_path.read_text().count("\n")
+                samples = lines1 - lines0
+                runs.append({name: ns / 1e3 / samples for name, ns in used.items()} | {"samples": samples})
+    result: dict[str, Any] = {"interval_s": interval, "window_s": seconds, "nodes": 2, "halves_per_node": 4}
+    for name in ("agents", "sshd", "ssh", "controller"):
+        result[name] = median_spread([r[name] for r in runs])
+    totals = [sum(r[n] for n in ("agents", "sshd", "ssh", "controller")) for r in runs]
+    result["total_us"] = median_spread(totals)
+    result["samples_per_s"] = statistics.median(r["samples"] for r in runs) / seconds
+    return result
+
+
+# -------------------------------------------------------------------------------------------------- 3. observer
+def bench_observer(repeats: int, seconds: int) -> dict[str, Any]:
+    from wirespeed.core.tools import iperf3
+
+    wirespeed = [sys.executable, "-m", "wirespeed"]
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    ours: list[float] = []
+    ours_live: list[float] = []
+    ours_wire: list[float] = []
+    theirs: list[float] = []
+    argv_seen: dict[str, Any] = {}
+    with testbed("none", 1) as (prefix, cluster_file), tempfile.TemporaryDirectory(prefix="wsib-") as work:
+        runs = Path(work) / "runs"
+        nodes = [f"{prefix}1", f"{prefix}2"]
+
+        def by_wirespeed(live: bool = False) -> None:
+            before = set(runs.glob("*")) if runs.exists() else set()
+            argv = [*wirespeed, "bench", "tcp-single", "--cluster", str(cluster_file), "--seconds", str(seconds),
+                    "--runs", str(runs)]  # fmt: skip
+            if live:
+                in_a_terminal(argv, env)  # the full-screen live view drawn the whole time, as a person sees it
+            else:
+                subprocess.run([*argv, "--json"], capture_output=True, text=True, env=env, check=False)
+            (run,) = set(runs.glob("*")) - before
+            data = json.loads((run / "tcp-single.json").read_text())
+            (ours_live if live else ours).append(_tool_gbps(data))
+            wire = _wire_gbps(data)
+            if wire is not None:
+                ours_wire.append(wire)
+            if not argv_seen:
+                argv_seen.update(_argv_from(run, nodes))
+
+        def by_hand() -> None:
+            server, client = argv_seen["server"], argv_seen["client"]
+            listener = subprocess.Popen(["ip", "netns", "exec", server["node"], *server["argv"]],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+            try:
+                time.sleep(0.5)
+                out = sh(["ip", "netns", "exec", client["node"], *client["argv"]])
+            finally:
+                try:
+                    listener.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    listener.kill()
+                    listener.wait()
+            parsed = iperf3.parse_json(out)
+            assert parsed.receiver_gbps is not None
+            theirs.append(parsed.receiver_gbps)
+
+        by_wirespeed()  # warm-up, and the argv wirespeed used
+        by_hand()
+        ours.clear()
+        ours_wire.clear()
+        theirs.clear()
+        for _ in range(repeats):
+            by_wirespeed()
+            by_hand()
+            by_wirespeed(live=True)
+    result: dict[str, Any] = {
+        "seconds": seconds,
+        "repeats": repeats,
+        "wirespeed_gbps": median_spread(ours),
+        "wirespeed_live_gbps": median_spread(ours_live),
+        "by_hand_gbps": median_spread(theirs),
+        "wirespeed_all": ours,
+        "wirespeed_live_all": ours_live,
+        "by_hand_all": theirs,
+        "argv": argv_seen,
+    }
+    if ours_wire:
+        result["wirespeed_wire_gbps"] = median_spread(ours_wire)
+    result["ratio"] = result["wirespeed_gbps"][0] / result["by_hand_gbps"][0]
+    result["ratio_live"] = result["wirespeed_live_gbps"][0] / result["by_hand_gbps"][0]
+    return result
+
+
+def in_a_terminal(argv: list[str], env: dict[str, str], columns: int = 120, lines: int = 40) -> int:
+    """Run `argv` on a pseudo-terminal of `columns` x `lines` (what it draws is read and dropped)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", lines, columns, 0, 0))
+    terminal_env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")} | {"TERM": "xterm-256color"}
+    child = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=terminal_env, start_new_session=True)
+    os.close(slave)
+
+    def drain() -> None:
+        with contextlib.suppress(OSError):
+            while os.read(master, 65536):
+                pass
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    code = child.wait()
+    reader.join(timeout=5)
+    os.close(master)
+    return code
+
+
+def _tool_gbps(data: Any) -> float:
+    """The rung's figure: the receiver's rate of its one flow (`forward_gbps` of `<rung>.json`)."""
+    if isinstance(data, dict) and isinstance(data.get("forward_gbps"), int | float):
+        return float(data["forward_gbps"])
+    raise ValueError(f"no forward_gbps in tcp-single.json: {json.dumps(data)[:300]}")
+
+
+def _wire_gbps(data: Any) -> float | None:
+    """What the sampler saw at the wire over the rung, where the rung records it."""
+    for key in ("wire_gbps", "wire_forward_gbps"):
+        if isinstance(data, dict) and isinstance(data.get(key), int | float):
+            return float(data[key])
+    return None
+
+
+def _argv_from(run: Path, nodes: list[str]) -> dict[str, Any]:
+    """The iperf3 server and client argv wirespeed ran, and where: the rung keeps the client's JSON as
+    `tcp-single/iperf3-0-<node>-<iface>.json`; its addresses, port and duration rebuilt through the same
+    `iperf3.server_argv`/`client_argv` the rung calls (one flow on a node with cores: pinned to core 0, `-A 0`)."""
+    from wirespeed.core.tools import iperf3
+
+    (path,) = sorted(run.glob("tcp-single/iperf3-0-*.json"))
+    data = json.loads(path.read_text())
+    start = data["start"]
+    connected = start["connected"][0]
+    client_node = next(n for n in nodes if path.name.startswith(f"iperf3-0-{n}-"))
+    server_node = next(n for n in nodes if n != client_node)
+    port = int(start["connecting_to"]["port"])
+    seconds = int(start["test_start"]["duration"])
+    client = iperf3.client_argv(connected["local_host"], connected["remote_host"], port, seconds=seconds, core=0)
+    server = iperf3.server_argv(connected["remote_host"], port)
+    return {"server": {"node": server_node, "argv": server}, "client": {"node": client_node, "argv": client}}
+
+
+# ------------------------------------------------------------------------------------------------------- main
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="node,pipeline,observer")
+    parser.add_argument("--repeats", type=int, default=3, help="alternated runs of each measurement")
+    parser.add_argument("--seconds", type=float, default=8.0, help="steady window of each CPU measurement")
+    parser.add_argument("--interval", type=float, default=0.01, help="sampling interval of the pipeline")
+    parser.add_argument("--tcp-seconds", type=int, default=8)
+    parser.add_argument("--tcp-repeats", type=int, default=5)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        print("bench_instrument: needs root (namespaces and testbeds)", file=sys.stderr)
+        return 2
+    only = set(args.only.split(","))
+    sys.path.insert(0, str(SRC))
+    report: dict[str, Any] = {"benchmark": "instrument", "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count()}
+    rusage0 = resource.getrusage(resource.RUSAGE_SELF)
+    del rusage0
+    if "node" in only:
+        node = report["node"] = bench_node(args.repeats, args.seconds)
+        print(f"1. node side, one sample of {node['interfaces']} interfaces (CPU us, median [min-max])")
+        for name, label in (("veth", "agent sample, 8 veths"), ("mlx5", "agent sample, mlx5-sized sets"),
+                            ("ethtool", "ethtool -S x8 + parse")):  # fmt: skip
+            m, lo, hi = node[name]["cpu_us"]
+            size = f"  {node[name]['line_bytes']:.0f} B/line" if "line_bytes" in node[name] else ""
+            print(f"   {label:32} {m:9.1f}  [{lo:.1f}-{hi:.1f}]{size}")
+        print(f"   ratio ethtool/agent: veth {node['ratio_veth']:.0f}x, mlx5-sized {node['ratio_mlx5']:.0f}x")
+    if "pipeline" in only:
+        pipe = report["pipeline"] = bench_pipeline(args.repeats, args.seconds, args.interval)
+        print(f"2. whole pipeline at {args.interval:g} s, 2 nodes x 4 halves, {pipe['samples_per_s']:.0f} samples/s "
+              "(CPU us per node-sample, median [min-max])")  # fmt: skip
+        for name in ("agents", "sshd", "ssh", "controller", "total_us"):
+            m, lo, hi = pipe[name]
+            print(f"   {name:12} {m:9.1f}  [{lo:.1f}-{hi:.1f}]")
+    if "observer" in only:
+        obs = report["observer"] = bench_observer(args.tcp_repeats, args.tcp_seconds)
+        print(f"3. observer effect, tcp-single {args.tcp_seconds} s on unshaped halves, A/B x{args.tcp_repeats} (Gb/s)")
+        for name in ("wirespeed_gbps", "wirespeed_live_gbps", "by_hand_gbps", "wirespeed_wire_gbps"):
+            if name in obs:
+                m, lo, hi = obs[name]
+                print(f"   {name:22} {m:8.2f}  [{lo:.2f}-{hi:.2f}]")
+        print(f"   ratio wirespeed/by hand: {obs['ratio']:.3f} (plain), {obs['ratio_live']:.3f} (live view)")
+    print(json.dumps(report))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,241 @@
+"""The node side of the sampler without root: `NodeSampler.line()` (the JSON line `agent sample` streams, laid
+out once per string set) against `sample()` and `sample_to_json`, on a fake driver and a fake /proc/net/dev; and
+`stream_samples`' flushing and stopping."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from wirespeed.adapters import nicsampler
+from wirespeed.core.meter import sample_from_json, sample_to_json
+from wirespeed.engine import sampling
+
+NET_DEV = """Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier
+    lo:  123456     100    0    0    0     0          0         0   123456     100    0    0    0     0       0  0
+  eth9: 9000000000 7000000 1 2 3 4 0 5 8000000000 6000000 6 7 8 9 10 0
+"""
+# A driver's set with the wire, the per-function split, errors, names that need escaping, and noise.
+NAMES = (
+    "rx_packets",
+    "tx_bytes_phy",
+    "rx_bytes_phy",
+    "tx_packets_phy",
+    "rx_packets_phy",
+    "rx_discards_phy",
+    "tx_vport_unicast_bytes",
+    "rx_vport_unicast_bytes",
+    "tx_vport_rdma_unicast_bytes",
+    "rx_vport_rdma_unicast_bytes",
+    "rx_prio3_discards",
+    "ch0_arm",
+)
+
+
+class FakeReader:
+    """The ioctl reader's surface: a fixed string set (per interface), values that grow on every read."""
+
+    sets: ClassVar[dict[str, tuple[str, ...]]] = {}
+
+    def __init__(self, iface: str) -> None:
+        self.iface = iface
+        self.names = self.sets.get(iface, ())
+        self.reads = 0
+
+    def values(self) -> tuple[int, ...]:
+        self.reads += 1
+        return tuple(1000 * (i + 1) + self.reads for i in range(len(self.names)))
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def fake_node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    net = tmp_path / "net"
+    for name in ("mlx0", "eth9"):
+        (net / name).mkdir(parents=True)
+        (net / name / "speed").write_text("200000\n" if name == "mlx0" else "-1\n")
+    proc = tmp_path / "net_dev"
+    proc.write_text(NET_DEV)
+    monkeypatch.setattr(nicsampler, "NET", net)
+    monkeypatch.setattr(nicsampler, "StatsReader", FakeReader)
+    monkeypatch.setattr(FakeReader, "sets", {"mlx0": NAMES, "eth9": ("rx_queue_0_xdp_drops",)})
+    real = nicsampler.ProcFile
+
+    def proc_file(path: str) -> nicsampler.ProcFile:
+        return real(str(proc) if path == "/proc/net/dev" else path)
+
+    monkeypatch.setattr(nicsampler, "ProcFile", proc_file)
+    yield net
+
+
+def _without_clocks(data: dict[str, object]) -> dict[str, object]:
+    return {k: v for k, v in data.items() if k not in ("t", "wall", "cpu")}
+
+
+def test_the_line_is_the_sample_as_json(fake_node: Path) -> None:
+    sampler = nicsampler.NodeSampler("spark-1", ["mlx0", "eth9", "gone0"])
+    try:
+        line = sampler.line()
+        sample = sampler.sample()
+    finally:
+        sampler.close()
+    data = json.loads(line)
+    assert set(data) == {"node", "t", "wall", "ifaces", "cpu", "missing", "renamed"}
+    # The driver's values grew by one between the two reads; everything else is the same.
+    for reading in data["ifaces"].values():
+        reading["stats"] = {k: v + 1 for k, v in reading["stats"].items()}
+    assert _without_clocks(data) == _without_clocks(sample_to_json(sample))
+    mlx0 = data["ifaces"]["mlx0"]
+    assert set(mlx0["stats"]) == set(NAMES) - {"rx_packets", "ch0_arm"}
+    assert mlx0["netdev"] == {}  # PHY counters: /proc/net/dev is not needed
+    assert mlx0["speed_mbps"] == 200000
+    eth9 = data["ifaces"]["eth9"]
+    assert eth9["stats"] == {} and eth9["speed_mbps"] is None
+    assert eth9["netdev"] == {
+        "rx_bytes": 9000000000, "rx_packets": 7000000, "rx_errors": 1, "rx_dropped": 2, "rx_fifo_errors": 3,
+        "rx_frame_errors": 4, "tx_bytes": 8000000000, "tx_packets": 6000000, "tx_errors": 6, "tx_dropped": 7,
+        "tx_fifo_errors": 8, "tx_carrier_errors": 10,
+    }  # fmt: skip
+    assert data["missing"] == ["gone0"]
+    parsed = sample_from_json(json.loads(line), line)  # the controller reads it as any other line
+    assert parsed.ifaces["eth9"].wire() == (
+        "netdev", {"tx_bytes": 8000000000, "rx_bytes": 9000000000, "tx_packets": 6000000, "rx_packets": 7000000}
+    )  # fmt: skip
+    assert parsed.ifaces["mlx0"].wire()[0] == "phy"
+
+
+def test_names_that_need_escaping_and_a_single_counter(fake_node: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    odd = ('tx_"quoted"_errors_phy', "tx_bytes_phy", "rx_bytes_phy", "tx_packets_phy", "rx_packets_phy")
+    monkeypatch.setattr(FakeReader, "sets", {"mlx0": odd, "eth9": ("rx_errors_%d",)})
+    monkeypatch.setattr(nicsampler, "select_counters", lambda names: list(names))
+    sampler = nicsampler.NodeSampler('n"1', ["mlx0", "eth9"])
+    try:
+        data = json.loads(sampler.line())
+    finally:
+        sampler.close()
+    assert data["node"] == 'n"1'
+    assert data["ifaces"]["mlx0"]["stats"] == {name: 1000 * (i + 1) + 1 for i, name in enumerate(odd)}
+    assert data["ifaces"]["eth9"]["stats"] == {"rx_errors_%d": 1001}
+
+
+def test_a_string_set_that_changes_is_laid_out_again(fake_node: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sampler = nicsampler.NodeSampler("n1", ["mlx0"])
+    try:
+        assert "rx_prio3_discards" in json.loads(sampler.line())["ifaces"]["mlx0"]["stats"]
+        reader = sampler._ifaces[0].reader
+        assert isinstance(reader, FakeReader)
+        reader.names = (*NAMES[:5], "rx_prio7_discards")  # PFC turned on: another set, another tuple
+        stats = json.loads(sampler.line())["ifaces"]["mlx0"]["stats"]
+    finally:
+        sampler.close()
+    assert set(stats) == {*NAMES[1:5], "rx_prio7_discards"}
+    assert stats["rx_prio7_discards"] == 6000 + reader.reads
+
+
+def test_proc_net_dev_fields_are_the_kernel_digits() -> None:
+    fields = nicsampler.proc_net_dev_fields(NET_DEV, {"eth9"})
+    assert fields == {"eth9": ("9000000000", "7000000", "1", "2", "3", "4", "8000000000", "6000000", "6", "7", "8",
+                               "10")}  # fmt: skip
+    lo = ("123456", "100", "0", "0", "0", "0")
+    assert nicsampler.proc_net_dev_fields(NET_DEV.replace("7000000", "7e6")) == {
+        "lo": lo + lo
+    }  # not a number: left out
+    assert nicsampler.parse_proc_net_dev(NET_DEV)["eth9"]["tx_carrier_errors"] == 10
+
+
+class FakeStdout(io.TextIOBase):
+    def __init__(self) -> None:
+        self.buffer = io.BytesIO()
+        self.flushes = 0
+
+    def flush(self) -> None:
+        self.flushes += 1
+
+
+def test_lines_go_out_together_at_short_intervals(fake_node: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = FakeStdout()
+    monkeypatch.setattr("sys.stdout", out)
+    sampling.stream_samples("n1", ["eth9"], 0.01, count=12)
+    lines = out.buffer.getvalue().decode().splitlines()
+    assert len(lines) == 12 and all(json.loads(x)["node"] == "n1" for x in lines)
+    assert out.flushes <= 12 // 5 + 2  # one write per FLUSH_S (5 lines at 0.01 s), the last at the end
+
+
+def test_each_line_goes_out_at_once_at_longer_intervals(fake_node: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = FakeStdout()
+    monkeypatch.setattr("sys.stdout", out)
+    flushed_lines: list[int] = []
+    monkeypatch.setattr(out, "flush", lambda: flushed_lines.append(out.buffer.getvalue().count(b"\n")))
+    sampling.stream_samples("n1", ["eth9"], sampling.FLUSH_S, count=3)
+    assert flushed_lines[:3] == [1, 2, 3]
+
+
+def test_sigterm_stops_the_stream_after_writing_what_it_holds(fake_node: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = FakeStdout()
+    monkeypatch.setattr("sys.stdout", out)
+    monkeypatch.setattr(sampling, "_stdin_is_a_pipe", lambda: False)
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM))
+    previous = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        timer.start()
+        sampling.stream_samples("n1", ["eth9"], 0.01)  # until stopped
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # put back
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGTERM, previous)
+    lines = out.buffer.getvalue().decode().splitlines()
+    assert len(lines) >= 5 and out.buffer.getvalue().endswith(b"\n")
+    assert out.flushes >= 1
+
+
+def _piped_process(chunks: list[bytes]) -> object:
+    """A RemoteProcess whose stdout is a real pipe that gets `chunks`, one write each, then closes."""
+    from types import SimpleNamespace
+
+    from wirespeed.core.inventory import Node
+    from wirespeed.engine.remote import RemoteProcess
+
+    read_fd, write_fd = os.pipe()
+    for chunk in chunks:
+        os.write(write_fd, chunk)
+    os.close(write_fd)
+    popen = SimpleNamespace(stdout=os.fdopen(read_fd, "r"))
+    return RemoteProcess(Node(name="n1", host="n1"), (), popen, True, "n1")  # type: ignore[arg-type]
+
+
+def _line(t: float) -> bytes:
+    data = {"node": "n1", "t": t, "wall": 1.0, "ifaces": {}, "cpu": [], "missing": [], "renamed": {}}
+    return (json.dumps(data) + "\n").encode()
+
+
+def test_lines_come_in_batches_of_what_has_arrived() -> None:
+    process = _piped_process([_line(1) + _line(2) + _line(3)[:10], _line(3)[10:], b'{"node": "n1", "t"'])
+    batches = list(sampling._line_batches(process, size=len(_line(1)) + 5))  # type: ignore[arg-type]
+    assert [json.loads(line)["t"] for batch in batches[:-1] for line in batch] == [1, 2, 3]
+    assert len(batches[0]) == 1 and batches[-1] == ['{"node": "n1", "t"']  # a line split over reads; the cut-off one
+    whole = list(sampling._line_batches(_piped_process([_line(1) + _line(2) + _line(3)])))  # type: ignore[arg-type]
+    assert [len(batch) for batch in whole] == [3]
+
+
+def test_the_cluster_sampler_hands_over_batches_and_yields_samples_one_by_one() -> None:
+    sampler = sampling.ClusterSampler.__new__(sampling.ClusterSampler)
+    sampler._queue = __import__("queue").Queue()
+    sampler.running = 1
+    sampler._read(_piped_process([_line(1) + _line(2), b"junk\n"]))  # type: ignore[arg-type]
+    assert sampler._queue.qsize() == 2  # one batch of two samples, then the ending
+    items = list(sampler.samples(timeout_s=0.1))
+    assert [getattr(i, "t", None) for i in items[:2]] == [1.0, 2.0]
+    assert isinstance(items[2], sampling.Ended) and items[2].reason == "unexpected sampler output: 'junk'"
+    assert items[0].line == _line(1).decode().rstrip("\n")  # type: ignore[union-attr]
