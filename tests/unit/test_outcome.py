@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from wirespeed.core.outcome import CommandResult, Status, classify, worst_exit_status
+from wirespeed.core.outcome import CommandResult, Status, classify, one_line, worst_exit_status
 
 
 def run(
@@ -179,10 +179,10 @@ def test_auth_hint_names_the_destination() -> None:
     assert "ssh bob@h:2222" in result.hint
 
 
-def test_ssh_255_with_unknown_stderr_is_plain_failure() -> None:
+def test_ssh_255_with_unknown_stderr_is_a_failure_that_does_not_blame_the_tool_alone() -> None:
     result = run(255, stderr="something else\n", via_ssh=True)
     assert result.status is Status.FAILED
-    assert result.message == "spark-1: iperf3 exited with status 255: something else"
+    assert "ssh's status for a failed session, or iperf3's own: something else" in result.message
 
 
 def test_ssh_words_without_ssh_are_plain_failures() -> None:
@@ -284,3 +284,49 @@ def test_worst_exit_status_mixes() -> None:
     timed_out = run(-9, timed_out=True)
     assert worst_exit_status([timed_out, run(4)]) == 4
     assert worst_exit_status([run(4), timed_out]) == 4
+
+
+@pytest.mark.parametrize(
+    "stderr",
+    [
+        "Timeout, server 198.18.0.12 not responding.\n",
+        "client_loop: send disconnect: Broken pipe\n",
+        "Connection to 198.18.0.12 closed by remote host.\n",
+    ],
+)
+def test_a_session_that_died_is_a_lost_connection_not_the_tools_failure(stderr: str) -> None:
+    """The management link dropped under a running iperf3: ssh says so, and exits 255. Not iperf3's fault."""
+    result = run(255, stderr=stderr, via_ssh=True)
+    assert_one_line(result)
+    assert result.status is Status.UNREACHABLE
+    assert result.message.startswith("spark-1: lost the connection (alice@198.18.0.11): ")
+    assert "iperf3" not in result.message and "stops by itself" in (result.hint or "")
+
+
+def test_an_unexplained_255_over_ssh_names_both_possibilities() -> None:
+    result = run(255, stderr="something odd\n", via_ssh=True)
+    assert_one_line(result)
+    assert result.message == (
+        "spark-1: exited with status 255 (alice@198.18.0.11): ssh's status for a failed session, or iperf3's own: "
+        "something odd"
+    )
+    assert run(255, stderr="x\n").message == "spark-1: iperf3 exited with status 255: x"  # not over ssh: the tool's
+
+
+def test_the_same_failure_on_every_flow_is_said_once() -> None:
+    cause = "spark-2: lost the connection (198.18.0.12): Timeout, server 198.18.0.12 not responding."
+    failures = [f"spark-1 -> spark-2 {half}: {cause}" for half in ("enp1s0f0np0", "enP2p1s0f0np0")]
+    line = one_line([*failures, failures[0], "spark-1 -> spark-2 enp1s0f1np1: iperf3: no result"])
+    assert line == (
+        f"2 flows (spark-1 -> spark-2 enp1s0f0np0, spark-1 -> spark-2 enP2p1s0f0np0): {cause}; "
+        "spark-1 -> spark-2 enp1s0f1np1: iperf3: no result"
+    )
+    assert line.count("Timeout") == 1
+    assert one_line(["plain failure"]) == "plain failure"
+
+
+def test_a_silent_255_over_ssh_is_a_lost_connection() -> None:
+    """At LogLevel=ERROR ssh does not print "Timeout, server not responding": the silence is the sign."""
+    result = run(255, stderr="", via_ssh=True)
+    assert result.status is Status.UNREACHABLE
+    assert result.message == "spark-1: lost the connection (alice@198.18.0.11): ssh ended with status 255 and no word"

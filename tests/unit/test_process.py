@@ -11,7 +11,15 @@ from collections.abc import Callable
 
 import pytest
 
-from wirespeed.adapters.process import WATCHDOG_SCRIPT, kill_group, run_process, spawn, watchdog_argv
+from wirespeed.adapters.process import (
+    SILENCE_S,
+    WATCHDOG_SCRIPT,
+    heartbeat,
+    kill_group,
+    run_process,
+    spawn,
+    watchdog_argv,
+)
 
 KillAfter = Callable[[int], int]
 WaitGone = Callable[..., bool]
@@ -190,8 +198,8 @@ def test_kill_group_on_a_finished_process_is_a_no_op() -> None:
 def test_watchdog_argv_keeps_user_values_out_of_the_script() -> None:
     argv = ["echo", "$(id)", "a; b"]
     wrapped = watchdog_argv(argv)
-    assert wrapped[:4] == ["sh", "-c", WATCHDOG_SCRIPT, "wirespeed-watchdog"]
-    assert wrapped[4:] == argv
+    assert wrapped[:5] == ["sh", "-c", WATCHDOG_SCRIPT, "wirespeed-watchdog", str(SILENCE_S)]
+    assert wrapped[5:] == argv
 
 
 def test_watchdog_passes_arguments_and_output_through() -> None:
@@ -289,3 +297,32 @@ def test_run_process_timeout_stops_a_watched_command(kill_after: KillAfter, wait
     assert outcome.timed_out
     assert outcome.duration_s < 4
     assert wait_gone(pid, 2.0)
+
+
+def test_a_watched_command_whose_controller_falls_silent_stops_by_itself() -> None:
+    """The management link lost: nothing closes the pipe, nothing comes through it. The command stops once the
+    controller has not been heard for the limit (checked every 5 s), not hours later when sshd notices."""
+    proc = spawn(watchdog_argv(["sleep", "300"], silence_s=5))
+    try:
+        started = time.monotonic()
+        assert proc.wait(timeout=60) == 143
+        assert time.monotonic() - started >= 4.5  # not at once: only after the silence
+    finally:
+        close_pipes(proc)
+
+
+def test_the_heartbeat_keeps_a_long_command_alive_past_the_limit() -> None:
+    proc = spawn(watchdog_argv(["sh", "-c", "sleep 12; exit 5"], silence_s=5))
+    assert proc.stdin is not None
+    heartbeat.add(proc.stdin)
+    try:
+        assert proc.wait(timeout=60) == 5  # it ran to its own end
+    finally:
+        heartbeat.remove(proc.stdin)
+        close_pipes(proc)
+
+
+def test_run_process_feeds_the_heartbeat_while_it_waits() -> None:
+    outcome = run_process(watchdog_argv(["sh", "-c", "sleep 12; echo done"], silence_s=5), hold_stdin=True,
+                          timeout_s=60)  # fmt: skip
+    assert outcome.returncode == 0 and outcome.stdout == "done\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from wirespeed import __version__
-from wirespeed.adapters.process import WATCHDOG_SCRIPT
+from wirespeed.adapters.process import SILENCE_S, WATCHDOG_SCRIPT
 from wirespeed.adapters.ssh import LocalTransport, SshTransport
 from wirespeed.core.inventory import Cluster, Node
 from wirespeed.core.outcome import Status, worst_exit_status
@@ -139,8 +139,8 @@ def test_ssh_commands_are_watched_and_classified_as_ssh(tmp_path: Path) -> None:
     remote = Remote(local_cluster(1), transport_factory=lambda node: fake)
     node = remote.cluster.nodes[0]
     result = remote.run(node, ["sh", "-c", "echo out; exit 5"])
-    assert fake.wrapped[0][:4] == ["sh", "-c", WATCHDOG_SCRIPT, "wirespeed-watchdog"]
-    assert fake.wrapped[0][4:] == ["sh", "-c", "echo out; exit 5"]
+    assert fake.wrapped[0][:5] == ["sh", "-c", WATCHDOG_SCRIPT, "wirespeed-watchdog", str(SILENCE_S)]
+    assert fake.wrapped[0][5:] == ["sh", "-c", "echo out; exit 5"]
     assert result.argv == ("sh", "-c", "echo out; exit 5")
     assert result.status is Status.FAILED
     assert result.returncode == 5
@@ -164,7 +164,7 @@ def test_srun_steps_are_watched_and_their_launch_failures_classified() -> None:
     remote = Remote(local_cluster(1), transport_factory=lambda node: fake)
     node = remote.cluster.nodes[0]
     failed = remote.run(node, ["sh", "-c", "echo 'srun: error: Unable to create step for job 7: Invalid' >&2; exit 1"])
-    assert fake.wrapped[0][:4] == ["sh", "-c", WATCHDOG_SCRIPT, "wirespeed-watchdog"]
+    assert fake.wrapped[0][:5] == ["sh", "-c", WATCHDOG_SCRIPT, "wirespeed-watchdog", str(SILENCE_S)]
     assert failed.status is Status.UNREACHABLE
     assert failed.message == (
         "n1: srun could not start a step (alice@localhost:2222): Unable to create step for job 7: Invalid"

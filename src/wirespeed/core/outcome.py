@@ -6,6 +6,7 @@ Pure: the execution layer hands in the exit status and stderr; this module decid
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -24,6 +25,17 @@ class Status(StrEnum):
 
 # ssh exits 255 for its own errors; stderr says which. Order matters: the first match wins.
 _SSH_ERRORS: tuple[tuple[re.Pattern[str], Status, str, str], ...] = (
+    (
+        # ssh's own words when an established session dies (ServerAliveInterval ran out, the link dropped).
+        re.compile(
+            r"Timeout, server .* not responding|client_loop: send disconnect|Broken pipe|"
+            r"closed by remote host|Connection to \S+ closed",
+            re.I,
+        ),
+        Status.UNREACHABLE,
+        "lost the connection",
+        "the node or its management link went away ({dest}); what ran there stops by itself within 30 s",
+    ),
     (
         re.compile(r"Permission denied|Too many authentication failures|no matching host key type", re.I),
         Status.AUTH_FAILED,
@@ -150,6 +162,21 @@ def classify(
                 "check that the node is in the allocation (squeue -j $SLURM_JOB_ID) and that slurmd runs there",
             )
     own_stderr = _SRUN_TASK_LINE.sub("", stderr) if via_srun else stderr
+    if via_ssh and returncode == 255:  # ssh's status when it fails, which the command may also have used
+        detail = _last_line(stderr)
+        if not detail:  # ssh says nothing at LogLevel=ERROR when ServerAliveInterval gives up on a silent link
+            return result(
+                Status.UNREACHABLE,
+                f"lost the connection ({destination}): ssh ended with status 255 and no word",
+                f"the node or its management link went away ({destination}); what ran there stops by itself "
+                "within 30 s",
+            )
+        return result(
+            Status.FAILED,
+            f"exited with status 255 ({destination}): ssh's status for a failed session, or {program}'s own"
+            + (f": {detail}" if detail else ""),
+            f"ssh {destination} by hand to see whether the node answers",
+        )
     if returncode == 127:
         return result(Status.NOT_FOUND, f"command not found: {program}", f"install {program} on {node}")
     if returncode == 126:
@@ -170,3 +197,22 @@ def worst_exit_status(results: list[CommandResult]) -> int:
         code = item.returncode if item.returncode is not None and item.returncode > 0 else 1
         worst = max(worst, code)
     return worst
+
+
+def one_line(failures: Sequence[str]) -> str:
+    """Several failures as one readable line: the same cause said once, with every place it happened.
+    `where: cause` messages are grouped by cause (a node that went away fails every flow the same way)."""
+    groups: dict[str, list[str]] = {}
+    for failure in dict.fromkeys(failures):  # in order, each once
+        where, sep, cause = failure.partition(": ")
+        if not sep:
+            where, cause = "", failure
+        groups.setdefault(cause, []).append(where)
+    parts = []
+    for cause, wheres in groups.items():
+        places = [w for w in wheres if w]
+        if len(places) > 1:
+            parts.append(f"{len(places)} flows ({', '.join(places)}): {cause}")
+        else:
+            parts.append(f"{places[0]}: {cause}" if places else cause)
+    return "; ".join(parts)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from wirespeed import __version__
 from wirespeed.adapters.agentzip import agent_content, build_agent
-from wirespeed.adapters.process import kill_group, run_process, spawn, watchdog_argv
+from wirespeed.adapters.process import heartbeat, kill_group, run_process, spawn, watchdog_argv
 from wirespeed.adapters.ssh import Transport, default_control_dir, transport_for
 from wirespeed.core.agentship import (
     AgentInfo,
@@ -214,6 +214,8 @@ class Remote:
         """Start a long-running command that dies with this controller (see `RemoteProcess`)."""
         transport = self.transport(node)
         popen = spawn(transport.wrap(node, watchdog_argv(argv)))
+        if popen.stdin is not None:
+            heartbeat.add(popen.stdin)  # dropped once stop() closes it
         process = RemoteProcess(
             node, tuple(argv), popen, transport.via_ssh, transport.destination(node), transport.via_srun
         )

@@ -16,6 +16,7 @@ from wirespeed.core.board import step_figure
 from wirespeed.core.discovery import Discovery
 from wirespeed.core.meter import layout_from_facts
 from wirespeed.core.nccl import DEFAULT_COLLECTIVES
+from wirespeed.core.outcome import one_line
 from wirespeed.core.results import Ceiling, CollectiveSummary, FlowResult, Latency, NotRunnable, RungResult, RungStatus
 from wirespeed.engine.live import LiveBoard
 from wirespeed.engine.progress import ticking
@@ -189,8 +190,8 @@ def _assemble(rung: Rung, measured: Measured, recorder: WireRecorder, started: f
     """The record of what was measured; a failed flow (or the rung's own failure) fails the rung, and what
     finished stays in it."""
     flows = tuple(measured.flows)
-    failed = sorted({f.error or "no result" for f in flows if f.tool_gbps is None})
-    reason = measured.failure or ("; ".join(failed) if failed else None)
+    failed = [f.error or f"{f.flow.label()}: no result" for f in flows if f.tool_gbps is None]
+    reason = measured.failure or (one_line(failed) if failed else None)
     if reason is None and not flows and measured.collective is None and not measured.latency:
         reason = "no figure measured"
     return RungResult(

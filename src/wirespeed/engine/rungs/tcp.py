@@ -64,7 +64,18 @@ def measure_flows(
             if sink is not None:
                 sink.append(r)
 
-    run_pairs(remote, commands, run_dir, not_listening=iperf3.NOT_LISTENING, timeout_s=seconds + 30.0, on_done=done)
+    runs = run_pairs(remote, commands, run_dir, not_listening=iperf3.NOT_LISTENING, timeout_s=seconds + 30.0,
+                     on_done=done)  # fmt: skip
+    # A server that failed is known only once it is stopped, after its client's result was kept: its note (a node
+    # that lost its connection, say) joins the failure it explains.
+    for index, run in enumerate(runs):
+        note = run.server_note()
+        if not note:
+            continue
+        for results in (found, sink) if sink is not None else (found,):
+            for i, r in enumerate(results):
+                if r.flow == flows[index] and r.tool_gbps is None and r.error and note not in r.error:
+                    results[i] = FlowResult(r.flow, r.direction, None, f"{r.error}{note}")
     return found
 
 
