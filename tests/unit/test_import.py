@@ -845,7 +845,7 @@ def test_each_bad_file_gets_one_line_and_the_others_are_still_imported(tmp_path:
     assert run.stderr.splitlines() == [
         f"wirespeed: {empty}: line 1: the file is empty",
         f"wirespeed: {binary}: line 1: binary data (a NUL byte), not a tool's text output",
-        f"wirespeed: {tmp_path}: is a directory, not a file",
+        f"wirespeed: {tmp_path}: not a regular file (a directory)",
         f"wirespeed: {unknown}: line 1: not output of a known tool ({KNOWN_TOOLS})",
         f"wirespeed: {missing}: no such file",
     ]

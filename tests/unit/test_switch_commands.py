@@ -230,3 +230,43 @@ def test_a_cluster_file_without_a_switch_or_ports_says_so(tmp_path: Path) -> Non
     path.write_text(path.read_text() + '[switch]\nkind = "routeros"\naddress = "127.0.0.1:1"\n')
     code, _, err = run("switch", "verify", "--cluster", str(path))
     assert code == 2 and "names no ports" in one_line_error(err)
+
+
+# ------------------------------------------------------------------------------- tls = false: the password in clear
+
+
+def test_tls_false_to_a_remote_switch_is_refused_without_allow_plaintext(password: str, tmp_path: Path) -> None:
+    cluster = cluster_file(tmp_path, "192.0.2.1", None, tls=False)  # refused before any connection is tried
+    for command in ("status", "verify", "apply"):
+        code, out, err = run("switch", command, "--cluster", str(cluster))
+        line = one_line_error(err)
+        assert code == 2 and out == ""
+        assert "switch 192.0.2.1: tls = false would send the password of user 'admin'" in line
+        assert "unencrypted" in line and "tls = true" in line and "--allow-plaintext" in line
+
+
+def test_allow_plaintext_warns_once_naming_the_switch(
+    password: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("wirespeed.core.routeros._loopback", lambda address: False)  # the emulator as a remote switch
+    with RouterOSEmulator(password=password, tls=False) as plain:
+        where = address(plain)
+        cluster = cluster_file(tmp_path, where, None, tls=False)
+        refused = run("switch", "status", "--cluster", str(cluster))
+        code, out, err = run("switch", "status", "--cluster", str(cluster), "--json", "--allow-plaintext")
+    assert refused[0] == 2 and "--allow-plaintext" in one_line_error(refused[2])
+    assert code == 0 and json.loads(out)["board_name"] == "CRS804-4DDQ"
+    assert err.splitlines() == [
+        f"wirespeed: warning: switch {where}: tls = false: the password of user 'admin' crosses the network "
+        "unencrypted (HTTP Basic auth) (hint: set tls = true in [switch] (with --insecure or ca_file for a "
+        "self-signed certificate))"
+    ]
+
+
+@pytest.mark.parametrize("where", ["127.0.0.1:8080", "localhost", "[::1]:8443", "::1"])
+def test_tls_false_to_loopback_is_no_cleartext_risk(where: str) -> None:
+    from wirespeed.core.routeros import SwitchConfig, cleartext_password
+
+    assert cleartext_password(SwitchConfig("routeros", where, tls=False)) is None
+    assert cleartext_password(SwitchConfig("routeros", "192.168.88.1", tls=False)) is not None
+    assert cleartext_password(SwitchConfig("routeros", "192.168.88.1", tls=True)) is None

@@ -13,7 +13,15 @@ from typing import Any
 import click
 
 from wirespeed.cli.bench import bench_flags, live_flags, shared_options, wait_option
-from wirespeed.cli.common import Ctx, cluster_options, json_option, pass_ctx, resolve_remote, runs_option
+from wirespeed.cli.common import (
+    Ctx,
+    FiniteRange,
+    cluster_options,
+    json_option,
+    pass_ctx,
+    resolve_remote,
+    runs_option,
+)
 from wirespeed.cli.output import Output
 from wirespeed.core.errors import ExitStatus, WirespeedError
 from wirespeed.core.fixplan import Operation
@@ -61,7 +69,7 @@ def _ask(out: Output, yes: bool) -> Confirm:
 @bench_flags
 @live_flags
 @wait_option
-@click.option("--rollback-after", type=float, default=20.0, show_default=True,
+@click.option("--rollback-after", type=FiniteRange(1, 3600), default=20.0, show_default=True,
               help="Seconds a node waits for confirmation before undoing a network change by itself.")  # fmt: skip
 @runs_option
 @json_option

@@ -148,3 +148,16 @@ def ask_become_pass(cluster: str) -> str:
     if not password:
         raise UsageError("no password given", hint="--become alone for sudo that asks for none")
     return password
+
+
+class FiniteRange(click.FloatRange):
+    """click.FloatRange that also refuses `nan` (it compares false with every bound, so FloatRange lets it in) and
+    the infinities (an open bound lets `inf` in: a timer of `inf` seconds never fires)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        import math
+
+        converted = super().convert(value, param, ctx)
+        if isinstance(converted, float) and not math.isfinite(converted):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return converted

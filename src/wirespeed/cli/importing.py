@@ -23,18 +23,17 @@ from wirespeed.core.errors import ExitStatus, UsageError, WirespeedError
 
 
 def _read(path: Path) -> dict[str, Any]:
-    """One file's public object; ValueError with the one line to show otherwise (the file name is added later)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ValueError("no such file") from None
-    except IsADirectoryError:
-        raise ValueError("is a directory, not a file") from None
-    except PermissionError:
-        raise ValueError("permission denied") from None
-    except OSError as exc:
-        raise ValueError(f"cannot read it: {exc.strerror or exc}") from None
+    """One file's public object; ValueError with the one line to show otherwise (the file name is added later).
+    Only a regular file of at most importer.MAX_IMPORT_BYTES is read: a FIFO or a device is refused at once."""
+    from wirespeed.adapters import files
+
+    data = files.read_bytes(path, importer.MAX_IMPORT_BYTES, too_large=importer.TOO_LARGE_HINT)
     return importer.import_text(importer.decode(data), str(path))
+
+
+def _shown(path: Path) -> str:
+    """A file name for a one-line message: as given, or quoted when it holds a newline or another control character."""
+    return str(path) if str(path).isprintable() else repr(str(path))
 
 
 def _target(folder: Path, obj: dict[str, Any], taken: set[str]) -> Path:
@@ -126,13 +125,13 @@ def import_cmd(ctx: Ctx, files: tuple[Path, ...], into: str | None, runs_dir: Pa
             obj = _read(path)
         except ValueError as exc:
             failed = True
-            out.message(f"wirespeed: {path}: {exc}")
+            out.message(f"wirespeed: {_shown(path)}: {exc}")
             continue
         except Exception as exc:  # a parser bug must not hide the other files; --debug shows the traceback
             if ctx.debug:
                 raise
             failed = True
-            out.message(f"wirespeed: {path}: internal error ({type(exc).__name__}: {exc}); rerun with --debug")
+            out.message(f"wirespeed: {_shown(path)}: internal error ({type(exc).__name__}: {exc}); rerun with --debug")
             continue
         _show(out, obj, json_mode)
         _warn_skipped(out, obj)

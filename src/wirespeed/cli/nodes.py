@@ -100,6 +100,9 @@ def discover_cmd(
 @click.option("--skip", "skip_ids", default="", help="Comma-separated check ids to leave out.")
 @click.option("--no-active", is_flag=True, help="No active measurements (cabling probe, MTU pings, ssh mesh).")
 @click.option("--insecure", is_flag=True, help="Do not verify the TLS certificate of the cluster file's switch.")
+@click.option(
+    "--allow-plaintext", is_flag=True, help="With the switch's tls = false, send its password over plain HTTP anyway."
+)
 @json_option
 @pass_ctx
 def check_cmd(
@@ -112,6 +115,7 @@ def check_cmd(
     skip_ids: str,
     no_active: bool,
     insecure: bool,
+    allow_plaintext: bool,
     json_mode: bool,
 ) -> ExitStatus:
     """Every known pitfall, with the evidence seen and the exact fix. Exit 0: nothing fails; 1: something
@@ -135,7 +139,10 @@ def check_cmd(
             from wirespeed.engine.clusters import load_switch
 
             config = load_switch(cluster_file, remote.cluster)
-            reading = switch.read_for_checks(config, insecure=insecure) if config is not None else None
+            if config is not None:
+                reading = switch.read_for_checks(
+                    config, insecure=insecure, allow_plaintext=allow_plaintext, warn=out.warn
+                )
         run = checks.run_checks(found, ids, active, reading)
     if json_mode:
         out.data(run.to_json())

@@ -24,11 +24,16 @@ class Environment:
             return self.width
         return None if self.stdout.isatty() else 132
 
+    # Text printed is shown as it is: host names, interface names, file contents and tool outputs are the user's,
+    # and Rich would turn `--hosts a:b:c` into an emoji (`:b:`) and `[red]` into a colour. Styles come from Text
+    # objects and styles, never from markup in a string (a view that wants markup says so with Text.from_markup).
     def console(self) -> Console:
-        return Console(file=self.stdout, width=self._width(), highlight=False, soft_wrap=False)
+        return Console(
+            file=self.stdout, width=self._width(), highlight=False, soft_wrap=False, markup=False, emoji=False
+        )
 
     def err_console(self) -> Console:
-        return Console(file=self.stderr, width=self.width, highlight=False, soft_wrap=True)
+        return Console(file=self.stderr, width=self.width, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 
 class Output:

@@ -14,11 +14,14 @@ from typing import Any
 
 import click
 
-from wirespeed.cli.common import CONTEXT, Ctx, resolve_remote
+from wirespeed.cli.common import CONTEXT, Ctx, FiniteRange, resolve_remote
+from wirespeed.cli.output import Output
 from wirespeed.core.errors import ExitStatus, UsageError
 from wirespeed.core.facts import to_jsonable
 from wirespeed.core.routeros import FEC_MODES, SPEEDS, HostHalf, PlanOptions, SwitchConfig, plan
 from wirespeed.core.switchstate import PortProblem, SwitchState, plan_updates, port_problems, wanted_ports
+
+HOST_MTU = click.IntRange(1280, 9978)  # what PlanOptions accepts: the switch's L2MTU tops out at 10218
 
 
 @click.group("switch", context_settings=CONTEXT)
@@ -57,7 +60,7 @@ def _config(cluster_file: Path | None, ports: tuple[str, ...]) -> tuple[SwitchCo
 @click.option("--port", "ports", multiple=True, help="NODE=PORT: a node's cable on the switch (overrides the file).")
 @click.option("--speed", type=click.Choice(SPEEDS), default=None, help="Port speed [default: [switch] speed, 200G].")
 @click.option("--fec", "fec_mode", type=click.Choice(FEC_MODES), default=None, help="[default: [switch] fec_mode].")
-@click.option("--mtu", "host_mtu", type=int, default=9000, show_default=True, help="The hosts' MTU.")
+@click.option("--mtu", "host_mtu", type=HOST_MTU, default=9000, show_default=True, help="The hosts' MTU.")
 @click.option("--lossless", is_flag=True, help="Add the RoCE QoS recipe (PFC, ECN; RouterOS 7.23+) and host commands.")
 @click.option("--routeros-version", default=None, help="The switch's RouterOS version, for --lossless.")
 @click.pass_obj
@@ -114,18 +117,26 @@ def _options(
 
 def switch_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """How to reach the switch: the cluster file, and TLS."""
-    func = click.option("--timeout", "timeout_s", type=click.FloatRange(0.5, 300), default=10.0, show_default=True,
+    func = click.option("--timeout", "timeout_s", type=FiniteRange(0.5, 300), default=10.0, show_default=True,
                         help="Seconds per REST call.")(func)  # fmt: skip
     func = click.option("--ca-file", type=click.Path(path_type=Path), default=None,
                         help="The switch's certificate (PEM) to trust [default: [switch] ca_file].")(func)  # fmt: skip
     func = click.option("--insecure", is_flag=True, help="Do not verify the switch's TLS certificate (curl -k).")(func)
+    plaintext = "With tls = false, send the password over plain HTTP anyway (refused without it)."
+    func = click.option("--allow-plaintext", is_flag=True, help=plaintext)(func)
     func = click.option("--port", "ports", multiple=True, help="NODE=PORT (overrides the file).")(func)
     func = click.option("--cluster", "cluster_file", type=click.Path(path_type=Path), help="Cluster file.")(func)
     return func
 
 
 def _connect(
-    cluster_file: Path | None, ports: tuple[str, ...], insecure: bool, ca_file: Path | None, timeout_s: float
+    out: Output,
+    cluster_file: Path | None,
+    ports: tuple[str, ...],
+    insecure: bool,
+    ca_file: Path | None,
+    timeout_s: float,
+    allow_plaintext: bool,
 ) -> tuple[SwitchConfig, Any]:
     from wirespeed.engine import switch
 
@@ -134,7 +145,14 @@ def _connect(
         raise UsageError(
             f"{cluster_file}: [switch] names no ports", hint='ports = { NODE = ["qsfp56-dd-1-1"] }, or --port NODE=PORT'
         )
-    client = switch.connect(config, insecure=insecure, ca_file=str(ca_file) if ca_file else None, timeout_s=timeout_s)
+    client = switch.connect(
+        config,
+        insecure=insecure,
+        ca_file=str(ca_file) if ca_file else None,
+        timeout_s=timeout_s,
+        allow_plaintext=allow_plaintext,
+        warn=out.warn,
+    )
     return config, client
 
 
@@ -182,6 +200,7 @@ def status_cmd(
     cluster_file: Path | None,
     ports: tuple[str, ...],
     insecure: bool,
+    allow_plaintext: bool,
     ca_file: Path | None,
     timeout_s: float,
     json_mode: bool,
@@ -191,7 +210,7 @@ def status_cmd(
     from wirespeed.ui.switch import status_table
 
     out = ctx.output(json_mode)
-    config, client = _connect(cluster_file, ports, insecure, ca_file, timeout_s)
+    config, client = _connect(out, cluster_file, ports, insecure, ca_file, timeout_s, allow_plaintext)
     state = switch.read_state(client, config)
     if json_mode:
         out.data(_state_json(state, config))
@@ -203,9 +222,9 @@ def status_cmd(
 @switch_options
 @click.option("--speed", type=click.Choice(SPEEDS), default=None, help="Port speed [default: [switch] speed, 200G].")
 @click.option("--fec", "fec_mode", type=click.Choice(FEC_MODES), default=None, help="[default: [switch] fec_mode].")
-@click.option("--mtu", "host_mtu", type=int, default=9000, show_default=True, help="The hosts' MTU.")
+@click.option("--mtu", "host_mtu", type=HOST_MTU, default=9000, show_default=True, help="The hosts' MTU.")
 @click.option("--yes", is_flag=True, help="Make the changes (without it, only show the diff).")
-@click.option("--wait", "wait_s", type=click.FloatRange(0, 600), default=20.0, show_default=True,
+@click.option("--wait", "wait_s", type=FiniteRange(0, 600), default=20.0, show_default=True,
               help="Seconds to wait for the links after applying.")  # fmt: skip
 @click.option("--json", "json_mode", is_flag=True, help="Machine output on stdout.")
 @click.pass_obj
@@ -214,6 +233,7 @@ def apply_cmd(
     cluster_file: Path | None,
     ports: tuple[str, ...],
     insecure: bool,
+    allow_plaintext: bool,
     ca_file: Path | None,
     timeout_s: float,
     speed: str | None,
@@ -229,7 +249,7 @@ def apply_cmd(
     from wirespeed.ui.switch import diff_table
 
     out = ctx.output(json_mode)
-    config, client = _connect(cluster_file, ports, insecure, ca_file, timeout_s)
+    config, client = _connect(out, cluster_file, ports, insecure, ca_file, timeout_s, allow_plaintext)
     options = _options(config, speed, fec_mode, host_mtu)
     state = switch.read_state(client, config)
     changes, updates, missing = plan_updates(state, config, options)
@@ -260,8 +280,8 @@ def apply_cmd(
 
 @switch_group.command("verify")
 @switch_options
-@click.option("--mtu", "host_mtu", type=int, default=9000, show_default=True, help="The hosts' MTU.")
-@click.option("--wait", "wait_s", type=click.FloatRange(0, 600), default=0.0, show_default=True,
+@click.option("--mtu", "host_mtu", type=HOST_MTU, default=9000, show_default=True, help="The hosts' MTU.")
+@click.option("--wait", "wait_s", type=FiniteRange(0, 600), default=0.0, show_default=True,
               help="Seconds to wait for every fabric link to come up.")  # fmt: skip
 @click.option("--json", "json_mode", is_flag=True, help="Machine output on stdout.")
 @click.pass_obj
@@ -270,6 +290,7 @@ def verify_cmd(
     cluster_file: Path | None,
     ports: tuple[str, ...],
     insecure: bool,
+    allow_plaintext: bool,
     ca_file: Path | None,
     timeout_s: float,
     host_mtu: int,
@@ -280,7 +301,8 @@ def verify_cmd(
     FEC as planned, error counters at zero. Exit 0: verified; 1: a port falls short."""
     from wirespeed.engine import switch
 
-    config, client = _connect(cluster_file, ports, insecure, ca_file, timeout_s)
+    out = ctx.output(json_mode)
+    config, client = _connect(out, cluster_file, ports, insecure, ca_file, timeout_s, allow_plaintext)
     state = switch.wait_for_links(client, config, wait_s, _links_ready(config))
     return _show_problems(
         ctx, json_mode, state, port_problems(state, config, host_mtu), {"switch": _state_json(state, config)}

@@ -7,13 +7,19 @@ from pathlib import Path
 import click
 
 from wirespeed.cli.bench import live_flags
-from wirespeed.cli.common import CONTEXT, Ctx, cluster_options, json_option, pass_ctx, resolve_remote
+from wirespeed.cli.common import CONTEXT, Ctx, FiniteRange, cluster_options, json_option, pass_ctx, resolve_remote
 from wirespeed.core.errors import ExitStatus, UsageError
 
 
 @click.command("watch", context_settings={**CONTEXT, "ignore_unknown_options": True})
 @cluster_options
-@click.option("--interval", type=float, default=0.5, show_default=True, help="Seconds between samples.")
+@click.option(
+    "--interval",
+    type=FiniteRange(0, 60, min_open=True),
+    default=0.5,
+    show_default=True,
+    help="Seconds between samples.",
+)
 @click.option(
     "--duration",
     "duration_s",
@@ -57,8 +63,6 @@ def watch_cmd(
     from wirespeed.ui.screen import LiveScreen, show
 
     out = ctx.output(json_mode)
-    if interval <= 0 or interval > 60:
-        raise UsageError(f"--interval {interval}: must be above 0 and at most 60 seconds", hint="e.g. --interval 0.5")
     if command and not run_flag:
         raise UsageError(f"unexpected argument {command[0]!r}", hint="to run a command alongside: --run -- CMD ...")
     if run_flag and not command:

@@ -155,7 +155,7 @@ def content_digest(entries: Iterable[tuple[str, bytes]]) -> str:
 def agent_file_name(version: str, digest: str) -> str:
     """`agent-<version>-<first 12 hex digits>.pyz`: another source tree is another agent."""
     name = f"agent-{version}-{digest[:12]}.pyz"
-    if not _NAME_RE.match(name):
+    if not _NAME_RE.fullmatch(name):
         raise ValueError(f"not a usable agent file name: {name!r}")
     return name
 

@@ -18,10 +18,17 @@ from dataclasses import asdict
 from pathlib import PurePath
 from typing import Any
 
+from wirespeed.core import figures
 from wirespeed.core.parsers import ethtool, rdma_tools
 from wirespeed.core.tools import iperf3, nccl_tests, perftest
 
 FORMAT_VERSION = 1
+# Real tool outputs are kilobytes (the largest in tests/fixtures/real, an NCCL_DEBUG=INFO log of 16 ranks, is 70 KB);
+# a file past this is not one output, and reading it would take minutes and gigabytes.
+MAX_IMPORT_BYTES = 16 * 2**20
+TOO_LARGE_HINT = " for an import: a tool's output is kilobytes; cut out the run to import (e.g. with sed -n)"
+# detect() reads the marks of a tool at the start of a file only: enough for any real output's header and first rows.
+DETECT_CHARS = 256 * 2**10
 # The `tool` values of the public format (detect() documents the order it tries them in).
 TOOLS = ("nccl-tests", "perftest", "iperf3", "ethtool-stats", "ibdev2netdev", "ibv_devinfo", "show_gids", "rdma-link")
 KNOWN_TOOLS = "nccl-tests, perftest, iperf3, ethtool -S, ibdev2netdev, ibv_devinfo, show_gids, rdma link"
@@ -77,7 +84,11 @@ def detect(text: str) -> str | None:
 
     Where two could match, the more particular mark wins: JSON forms first, then the RDMA tools' fixed line shapes,
     `NIC statistics:`, perftest's table, iperf3's banners, nccl-tests' comments and rows, and headerless ethtool -S.
+    Only the first DETECT_CHARS (to the end of a line) are looked at, so a huge file costs no more to tell.
     """
+    if len(text) > DETECT_CHARS:
+        end = text.find("\n", DETECT_CHARS)
+        text = text[:DETECT_CHARS] if end < 0 else text[: end + 1]
     if text.lstrip().startswith("{") and _NCCL_JSON.search(text):
         return "nccl-tests"
     if _JSON_OPEN.search(text) and _PERFTEST_JSON.search(text):
@@ -198,7 +209,7 @@ def _perftest_text(text: str) -> dict[str, Any]:
 def _number(value: Any, where: str, line: int) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"line {line}: perftest JSON {where} {value!r} is not a number")
-    return float(value)
+    return figures.measured(value, f"line {line}: perftest JSON {where}")
 
 
 def _optional_number(results: dict[str, Any], key: str, line: int) -> float | None:
@@ -256,8 +267,12 @@ def _perftest_json(text: str) -> dict[str, Any]:
             {
                 "size_bytes": size,
                 "iterations": iterations,
-                "bw_peak_gbps": None if scale is None or (peak == 0.0 and avg > 0.0) else peak * scale,
-                "bw_avg_gbps": None if scale is None else avg * scale,
+                "bw_peak_gbps": None
+                if scale is None or (peak == 0.0 and avg > 0.0)
+                else figures.rate_gbps(peak * scale, f"line {results_line}: perftest JSON BW_peak"),
+                "bw_avg_gbps": None
+                if scale is None
+                else figures.rate_gbps(avg * scale, f"line {results_line}: perftest JSON BW_average"),
                 "msg_rate_mpps": rate,
             }
         ]

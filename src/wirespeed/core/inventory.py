@@ -103,14 +103,14 @@ def _string_list(value: object, what: str, where: str) -> tuple[str, ...]:
 
 def validate_node(node: Node, where: str) -> Node:
     """Reject names that could be mistaken for ssh options or that ssh would not accept."""
-    if not _NODE_NAME_RE.match(node.name):
+    if not _NODE_NAME_RE.fullmatch(node.name):
         raise InventoryError(
             f"{where}: node name {node.name!r} is not valid",
             hint="use letters, digits, '.', '_' or '-', starting with a letter or digit",
         )
-    if node.host.startswith("-") or not _HOST_RE.match(node.host):
+    if node.host.startswith("-") or not _HOST_RE.fullmatch(node.host):
         raise InventoryError(f"{where}: node {node.name}: host {node.host!r} is not a host name or address")
-    if node.user is not None and not _USER_RE.match(node.user):
+    if node.user is not None and not _USER_RE.fullmatch(node.user):
         raise InventoryError(f"{where}: node {node.name}: user {node.user!r} is not a valid user name")
     if node.port is not None and not 0 < node.port < 65536:
         raise InventoryError(f"{where}: node {node.name}: port {node.port} is out of range")
@@ -194,7 +194,7 @@ def parse_host_list(spec: str, user: str | None = None) -> Cluster:
         elif item.count(":") == 1:
             item, port_text = item.split(":")
         if port_text is not None:
-            if not port_text.isdigit():
+            if not (port_text.isascii() and port_text.isdigit()):  # `²` is a digit to str.isdigit, not to int()
                 raise InventoryError(f"--hosts: {port_text!r} is not a port number in {spec!r}")
             port = int(port_text)
         nodes.append(validate_node(Node(name=item, host=item, user=node_user or None, port=port), "--hosts"))

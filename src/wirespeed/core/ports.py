@@ -21,10 +21,10 @@ _SYSTEMD_RE = re.compile(r"^en(?:P(\d+))?p(\d+)s(\d+)(?:f(\d+))?(?:np(\d+))?$")
 def pci_address(name: str, bdf: str | None) -> tuple[int, str] | None:
     """(domain, "bus:dev.fn") from a BDF, else from a systemd predictable name; None when neither says."""
     if bdf:
-        match = _BDF_RE.match(bdf)
+        match = _BDF_RE.fullmatch(bdf)
         if match:
             return int(match.group(1), 16), f"{match.group(2)}:{match.group(3)}.{match.group(4)}".lower()
-    match = _SYSTEMD_RE.match(name)
+    match = _SYSTEMD_RE.fullmatch(name)
     if match:
         domain = int(match.group(1) or 0)
         return domain, f"{int(match.group(2)):02x}:{int(match.group(3)):02x}.{int(match.group(4) or 0)}"

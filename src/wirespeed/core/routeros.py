@@ -14,6 +14,7 @@ Why each line of the plan is there (`spark-facts.md` section 6, field reports):
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -85,7 +86,7 @@ def parse_switch_table(data: Mapping[str, Any], source: str, nodes: Sequence[str
             f"{source}: [switch] kind {kind!r} is not supported", hint=f"kind is one of {', '.join(KINDS)}"
         )
     password_env = text("password_env", PASSWORD_ENV)
-    if not _ENV_RE.match(password_env):
+    if not _ENV_RE.fullmatch(password_env):
         raise InventoryError(f"{source}: [switch] password_env {password_env!r} is not a variable name")
     raw_ports = data.get("ports", {})
     if not isinstance(raw_ports, Mapping):
@@ -99,7 +100,7 @@ def parse_switch_table(data: Mapping[str, Any], source: str, nodes: Sequence[str
                 f"{source}: [switch] ports: no node named {node!r}", hint=f"nodes are: {', '.join(nodes)}"
             )
         listed = [names] if isinstance(names, str) else names
-        if not isinstance(listed, list) or not all(isinstance(n, str) and _PORT_RE.match(n) for n in listed):
+        if not isinstance(listed, list) or not all(isinstance(n, str) and _PORT_RE.fullmatch(n) for n in listed):
             raise InventoryError(
                 f"{source}: [switch] ports.{node}: a list of switch port names", hint='["qsfp56-dd-1-1"]'
             )
@@ -111,7 +112,7 @@ def parse_switch_table(data: Mapping[str, Any], source: str, nodes: Sequence[str
                 raise InventoryError(f"{source}: [switch] port {name} is given for {seen[name]} and {node}")
             seen[name] = node
     bridge = data.get("bridge", "bridge1")
-    if bridge is not None and (not isinstance(bridge, str) or (bridge and not _PORT_RE.match(bridge))):
+    if bridge is not None and (not isinstance(bridge, str) or (bridge and not _PORT_RE.fullmatch(bridge))):
         raise InventoryError(f'{source}: [switch] bridge must be a bridge name, or "" for none')
     tls = data.get("tls", True)
     if not isinstance(tls, bool):
@@ -140,6 +141,37 @@ def parse_switch_table(data: Mapping[str, Any], source: str, nodes: Sequence[str
         speed=speed,
         fec_mode=fec_mode,
     )
+
+
+def _loopback(address: str) -> bool:
+    """Whether `address` (host, host:port, [v6]:port, or a bare IPv6 address) is this host."""
+    host, sep, port = address.rpartition(":")
+    candidates = [address.strip("[]")]
+    if sep and port.isdigit() and "]" not in port:
+        candidates.append(host.strip("[]"))
+    for candidate in candidates:
+        if candidate.lower() == "localhost":
+            return True
+        try:
+            if ipaddress.ip_address(candidate).is_loopback:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def cleartext_password(config: SwitchConfig) -> str | None:
+    """Why the switch password would cross the network unencrypted with this `[switch]`, in one line naming the
+    switch; None with TLS, or to a loopback address (an ssh tunnel's end: the password never leaves the host)."""
+    if config.tls or _loopback(config.address):
+        return None
+    return (
+        f"switch {config.address}: tls = false: the password of user {config.user!r} crosses the network "
+        "unencrypted (HTTP Basic auth)"
+    )
+
+
+CLEARTEXT_HINT = "set tls = true in [switch] (with --insecure or ca_file for a self-signed certificate)"
 
 
 def parse_version(text: str | None) -> tuple[int, ...] | None:

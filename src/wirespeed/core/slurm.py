@@ -62,7 +62,7 @@ def _expand_range(body: str, source: str, spec: str) -> list[str]:
     """`1-3,07` -> ['1', '2', '3', '07']; a zero-padded start keeps its width (`[01-10]` -> 01..10)."""
     numbers: list[str] = []
     for item in body.split(","):
-        match = _RANGE_RE.match(item.strip())
+        match = _RANGE_RE.fullmatch(item.strip())
         if not match:
             raise InventoryError(f"{source}: {item!r} is not a number or range in {spec!r}", hint="write [1-4,7]")
         start_text, end_text = match.group(1), match.group(2)
@@ -120,7 +120,7 @@ def allocation_from_env(env: Mapping[str, str]) -> SlurmAllocation | None:
     var = next((name for name in NODELIST_VARS if env.get(name)), None)
     if job_id is None or var is None:
         return None
-    if not _JOB_ID_RE.match(job_id):
+    if not _JOB_ID_RE.fullmatch(job_id):
         raise InventoryError(f"SLURM_JOB_ID: {job_id!r} is not a job id", hint="run inside salloc or sbatch")
     return SlurmAllocation(job_id, tuple(expand_hostlist(env[var], var)))
 

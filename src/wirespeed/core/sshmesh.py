@@ -228,7 +228,7 @@ _PUBLIC_KEY_RE = re.compile(r"^ssh-ed25519 [A-Za-z0-9+/=]+ " + MARKER + r"@[A-Za
 def check_public_key(line: str, node: str) -> str:
     """The node's mesh public key, checked: one line, ed25519, our comment (nothing else goes into authorized_keys)."""
     key = line.strip()
-    if not _PUBLIC_KEY_RE.match(key):
+    if not _PUBLIC_KEY_RE.fullmatch(key):
         raise UsageError(f"{node}: ~/.ssh/{KEY_NAME}.pub is not a wirespeed mesh key", hint=f"remove it on {node}")
     return key
 

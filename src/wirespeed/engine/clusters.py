@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from wirespeed.adapters import files
 from wirespeed.core.errors import InventoryError, UsageError
 from wirespeed.core.inventory import Cluster, parse_cluster_toml, parse_host_list
 from wirespeed.core.routeros import SwitchConfig, parse_switch_table
@@ -19,6 +20,7 @@ from wirespeed.core.slurm import Launcher, SlurmChoice, allocation_from_env, cho
 
 CLUSTER_ENV = "WIRESPEED_CLUSTER"
 NO_CLUSTER = "no cluster: run `wirespeed init` on a node, or pass --cluster/--hosts"
+MAX_CLUSTER_BYTES = 16 * 2**20  # a node takes a few lines: 16 MiB is far past any cluster's file
 
 
 @dataclass(frozen=True)
@@ -45,18 +47,28 @@ def default_cluster_path(env: Mapping[str, str] | None = None) -> Path:
     return init_cluster_path(environment)
 
 
-def load_cluster_file(path: Path) -> Cluster:
+def read_cluster_text(path: Path) -> str:
+    """A cluster file's text: a regular UTF-8 file of at most MAX_CLUSTER_BYTES (a FIFO or a device named by mistake
+    is refused at once rather than waited on); InventoryError naming the file otherwise."""
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise InventoryError(f"{path}: cluster file not found", hint="check the path given to --cluster") from None
-    except OSError as exc:
-        raise InventoryError(f"{path}: cannot read cluster file: {exc.strerror}") from None
-    return parse_cluster_toml(text, str(path))
+        return files.read_text(path, MAX_CLUSTER_BYTES, too_large=" for a cluster file")
+    except files.Unreadable as exc:
+        if str(exc) == "no such file":
+            raise InventoryError(f"{path}: cluster file not found", hint="check the path given to --cluster") from None
+        hint = None
+        if "regular file" in str(exc):
+            hint = "give the path of the cluster file itself, as `wirespeed init` writes it"
+        elif "UTF-8" in str(exc):
+            hint = "save the cluster file as UTF-8 text"
+        raise InventoryError(f"{path}: cannot read cluster file: {exc}", hint=hint) from None
+
+
+def load_cluster_file(path: Path) -> Cluster:
+    return parse_cluster_toml(read_cluster_text(path), str(path))
 
 
 def _from_env_var(path: Path) -> Cluster:
-    if not path.is_file():
+    if not path.exists():
         raise InventoryError(
             f"${CLUSTER_ENV}={path}: no such cluster file",
             hint=f"unset {CLUSTER_ENV}, or point it at the file `wirespeed init` wrote",
@@ -103,8 +115,8 @@ def load_switch(path: Path, cluster: Cluster) -> SwitchConfig | None:
     import tomllib
 
     try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(read_cluster_text(path))
+    except tomllib.TOMLDecodeError as exc:
         raise InventoryError(f"{path}: cannot read the cluster file: {exc}") from None
     table = data.get("switch")
     if table is None:

@@ -14,6 +14,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from wirespeed.adapters import files
 from wirespeed.core.errors import UsageError
 from wirespeed.core.matrix import MatrixResult, matrix_from_json
 from wirespeed.core.results import RungResult
@@ -32,15 +33,9 @@ class Unreadable(ValueError):
 def read_text(path: Path) -> str:
     """A run file's text; `Unreadable` says why not (not a regular file, too large, not UTF-8, an OS error)."""
     try:
-        if not path.is_file():
-            raise Unreadable(f"{path.name}: not a regular file")
-        if path.stat().st_size > MAX_RECORD_BYTES:
-            raise Unreadable(f"{path.name}: {path.stat().st_size} bytes, too large for a record")
-        return path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise Unreadable(f"{path.name}: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise Unreadable(f"{path.name}: cannot read: {exc.strerror or exc}") from None
+        return files.read_text(path, MAX_RECORD_BYTES, too_large=" for a record")
+    except files.Unreadable as exc:
+        raise Unreadable(f"{path.name}: {exc}") from None
 
 
 def read_json(path: Path) -> Any:

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 
 from wirespeed.adapters.routeros_rest import DEFAULT_TIMEOUT_S, RouterOSClient, read_password
 from wirespeed.core.checks.model import SwitchReading
-from wirespeed.core.errors import SwitchError
-from wirespeed.core.routeros import SwitchConfig
+from wirespeed.core.errors import SwitchError, UsageError
+from wirespeed.core.routeros import CLEARTEXT_HINT, SwitchConfig, cleartext_password
 from wirespeed.core.switchstate import (
     PortUpdate,
     SwitchReplyError,
@@ -32,7 +32,20 @@ def connect(
     insecure: bool = False,
     ca_file: str | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    allow_plaintext: bool = False,
+    warn: Callable[[str], None] | None = None,
 ) -> RouterOSClient:
+    """A client for the switch. With `tls = false` (to an address that is not loopback) the password would go out in
+    the clear: refused (UsageError) unless `allow_plaintext`, and then said once through `warn`."""
+    risk = cleartext_password(config)
+    if risk is not None and not allow_plaintext:
+        raise UsageError(
+            f"switch {config.address}: tls = false would send the password of user {config.user!r} across the "
+            "network unencrypted (HTTP Basic auth): refused",
+            hint=f"{CLEARTEXT_HINT}, or pass --allow-plaintext to send it in the clear anyway",
+        )
+    if risk is not None and warn is not None:
+        warn(f"{risk} (hint: {CLEARTEXT_HINT})")
     return RouterOSClient(
         config, read_password(config, environ), insecure=insecure, ca_file=ca_file, timeout_s=timeout_s
     )
@@ -106,11 +119,16 @@ def wait_for_links(
 
 
 def read_for_checks(
-    config: SwitchConfig, *, insecure: bool = False, environ: Mapping[str, str] | None = None
+    config: SwitchConfig,
+    *,
+    insecure: bool = False,
+    environ: Mapping[str, str] | None = None,
+    allow_plaintext: bool = False,
+    warn: Callable[[str], None] | None = None,
 ) -> SwitchReading:
     """What the checks see of the switch: its state, or the one-line reason it could not be read."""
     try:
-        client = connect(config, environ=environ, insecure=insecure)
+        client = connect(config, environ=environ, insecure=insecure, allow_plaintext=allow_plaintext, warn=warn)
         return SwitchReading(config, read_state(client, config))
-    except SwitchError as exc:
+    except (SwitchError, UsageError) as exc:
         return SwitchReading(config, None, str(exc))

@@ -49,7 +49,7 @@ class SudoMode(StrEnum):
 def validate_user(name: str) -> str:
     if name == "root":
         raise UsageError("--user root: the nodes' account must be an ordinary one", hint="leave --user out for root")
-    if not _NAME_RE.match(name):
+    if not _NAME_RE.fullmatch(name):
         raise UsageError(
             f"--user {name!r} is not a valid account name",
             hint="use 1-32 lower-case letters, digits, '_' or '-', starting with a letter or '_'",

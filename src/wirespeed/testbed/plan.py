@@ -210,7 +210,7 @@ def _mac(node_index: int, slot: int) -> str:
 
 
 def validate_prefix(prefix: str) -> str:
-    if not _PREFIX_RE.match(prefix):
+    if not _PREFIX_RE.fullmatch(prefix):
         raise UsageError(
             f"testbed prefix {prefix!r} is not valid",
             hint="use 1-8 lower-case letters or digits, starting with a letter, optionally ending in '-'",

@@ -10,10 +10,12 @@ binary (`GBytes` = 2^30 bytes); every rate here is `_gbps`, 10^9 bit/s. A failed
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from wirespeed.core import figures
 from wirespeed.core.results import Direction, Flow, FlowResult
 
 
@@ -85,12 +87,35 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _gbps(block: Any) -> float | None:
-    bps = _float(_obj(block).get("bits_per_second"))
-    return None if bps is None else bps / 1e9
+def _gbps(block: Any, name: str) -> float | None:
+    """A sum's rate in Gb/s, checked: a figure outside physical sense, or one its own bytes and seconds do not
+    give, raises figures.Untrustworthy (a ValueError) rather than being shown."""
+    fields = _obj(block)
+    bps = _float(fields.get("bits_per_second"))
+    if bps is None:
+        return None
+    what = f"iperf3 {name} bits_per_second"
+    gbps = figures.rate_gbps(bps / 1e9 if math.isfinite(bps) else bps, what)
+    size, seconds = _float(fields.get("bytes")), _float(fields.get("seconds"))
+    if size is not None and seconds is not None:
+        figures.measured(size, f"iperf3 {name} bytes")
+        figures.measured(seconds, f"iperf3 {name} seconds")
+        figures.consistent_rate(size, seconds, gbps, f"iperf3 {name}", tolerance=0.25)
+    return gbps
+
+
+def _checked(value: float | None, what: str, high: float | None = None) -> float | None:
+    return None if value is None else figures.measured(value, what, high=high)
+
+
+def _count(value: Any, what: str) -> int | None:
+    number = _int(value)
+    return None if number is None else int(figures.measured(number, what))
 
 
 _JSON_START = re.compile(r"^[ \t]*\{", re.MULTILINE)
+_MAX_CPU_PERCENT = 100.0 * 4096  # iperf3 3.16+ counts every thread's CPU: a few thousand cores at most
+_MAX_JITTER_MS = 3_600_000.0
 
 
 def _skip_space(text: str, pos: int) -> int:
@@ -166,7 +191,11 @@ def _json_interval(index: int, item: Any) -> Iperf3Interval | None:
     size, bps = _int(block.get("bytes")), _float(block.get("bits_per_second"))
     if start is None or end is None or size is None or bps is None:
         raise ValueError(f"iperf3 JSON interval {index}: sum lacks start, end, bytes or bits_per_second")
-    return Iperf3Interval(start, end, size, bps / 1e9, _int(block.get("retransmits")), block.get("omitted") is True)
+    gbps = _gbps(block, f"interval {index}")
+    assert gbps is not None
+    figures.measured(size, f"iperf3 interval {index} bytes")
+    retransmits = _count(block.get("retransmits"), f"iperf3 interval {index} retransmits")
+    return Iperf3Interval(start, end, size, gbps, retransmits, block.get("omitted") is True)
 
 
 def parse_json(text: str) -> Iperf3Result:
@@ -197,19 +226,19 @@ def parse_json(text: str) -> Iperf3Result:
     return Iperf3Result(
         protocol=protocol,
         streams=_int(test.get("num_streams")),
-        sender_gbps=_gbps(sent),
-        receiver_gbps=_gbps(received),
-        reverse_sender_gbps=_gbps(end.get("sum_sent_bidir_reverse")),
-        reverse_receiver_gbps=_gbps(end.get("sum_received_bidir_reverse")),
-        retransmits=None if udp else _int(_obj(sent).get("retransmits")),
-        cpu_local_percent=_float(cpu.get("host_total")),
-        cpu_remote_percent=_float(cpu.get("remote_total")),
+        sender_gbps=_gbps(sent, "sum_sent"),
+        receiver_gbps=_gbps(received, "sum_received"),
+        reverse_sender_gbps=_gbps(end.get("sum_sent_bidir_reverse"), "sum_sent_bidir_reverse"),
+        reverse_receiver_gbps=_gbps(end.get("sum_received_bidir_reverse"), "sum_received_bidir_reverse"),
+        retransmits=None if udp else _count(_obj(sent).get("retransmits"), "iperf3 sum_sent retransmits"),
+        cpu_local_percent=_checked(_float(cpu.get("host_total")), "iperf3 host_total CPU %", _MAX_CPU_PERCENT),
+        cpu_remote_percent=_checked(_float(cpu.get("remote_total")), "iperf3 remote_total CPU %", _MAX_CPU_PERCENT),
         intervals=tuple(intervals),
         version=_str(start.get("version")),
         error=str(error) if error else None,
-        jitter_ms=_float(loss.get("jitter_ms")) if udp else None,
-        lost_datagrams=_int(loss.get("lost_packets")) if udp else None,
-        total_datagrams=_int(loss.get("packets")) if udp else None,
+        jitter_ms=_checked(_float(loss.get("jitter_ms")), "iperf3 jitter_ms", _MAX_JITTER_MS) if udp else None,
+        lost_datagrams=_count(loss.get("lost_packets"), "iperf3 lost_packets") if udp else None,
+        total_datagrams=_count(loss.get("packets"), "iperf3 packets") if udp else None,
     )
 
 
@@ -309,7 +338,7 @@ def _data_line(number: int, match: re.Match[str], summary: bool, has_retr: bool,
         start_s=float(match["start"]),
         end_s=float(match["end"]),
         bytes=round(float(match["xfer"]) * _BYTES[match["xunit"]]),
-        gbps=_rate_gbps(float(match["rate"]), match["runit"]),
+        gbps=figures.rate_gbps(_rate_gbps(float(match["rate"]), match["runit"]), f"line {number}: iperf3 rate"),
         tag=tag,
         omitted=omitted,
         count=count if has_retr else None,

@@ -16,6 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from wirespeed.core import figures
+
 
 @dataclass(frozen=True)
 class Measurement:
@@ -308,6 +310,36 @@ class _Scan:
     socket_interfaces: list[str] = field(default_factory=list)
     ib_devices: list[str] = field(default_factory=list)
     first_text_line: int | None = None
+    untrustworthy: str | None = None  # the first figure outside physical sense, as one line naming it
+
+
+_MAX_GBYTES = figures.MAX_BUS_GBPS / 8  # GB/s
+
+
+def _untrustworthy(value: float | None, what: str, unit: str, high: float) -> str | None:
+    """Why `value` is no figure to show, or None. nccl-tests' own `nan` is not refused: it is shown as none."""
+    if value is None or math.isnan(value):
+        return None
+    try:
+        figures.measured(value, what, unit, high=high)
+    except figures.Untrustworthy as exc:
+        return str(exc)
+    return None
+
+
+def _row_untrustworthy(row: Row, where: str) -> str | None:
+    """The first figure of `row` outside physical sense (negative, infinite, beyond 100 Tb/s), as one line."""
+    for half, name in ((row.out_of_place, "out-of-place"), (row.in_place, "in-place")):
+        if half is None:
+            continue
+        for why in (
+            _untrustworthy(half.time_us, f"{where}: {name} time", "us", figures.MAX_LATENCY_US),
+            _untrustworthy(half.algbw_GBps, f"{where}: {name} algbw", "GB/s", _MAX_GBYTES),
+            _untrustworthy(half.busbw_GBps, f"{where}: {name} busbw", "GB/s", _MAX_GBYTES),
+        ):
+            if why is not None:
+                return why
+    return None
 
 
 _NRANKS = re.compile(r"\bnranks (?P<n>\d+)\b", re.IGNORECASE)
@@ -372,6 +404,7 @@ def _scan(text: str) -> _Scan:
             row = _row(tokens, layout or _guess_layout(tokens))
             if row is not None:
                 scan.rows.append(row)
+                scan.untrustworthy = scan.untrustworthy or _row_untrustworthy(row, f"line {number}")
             continue
         if _FAILURE.search(line):
             scan.markers += 1
@@ -486,6 +519,9 @@ def parse_text(text: str) -> NcclTestsResult:
             f"not nccl-tests output: line {scan.first_text_line} ({shown!r}) and the rest hold no nccl-tests "
             "header, table row or footer"
         )
+    avg_why = _untrustworthy(scan.avg, "the average bus bandwidth", "GB/s", _MAX_GBYTES)
+    if scan.untrustworthy or avg_why:
+        raise figures.Untrustworthy(scan.untrustworthy or avg_why)
     transport, gdr = _transport(scan)
     nccl_version = scan.nccl_version
     if nccl_version is None and scan.library_code:
@@ -507,12 +543,10 @@ def parse_text(text: str) -> NcclTestsResult:
 
 
 def looks_like(text: str) -> bool:
-    """True when `parse_text` finds nccl-tests output in `text` (a header, a table row or a footer)."""
-    try:
-        parse_text(text)
-    except ValueError:
-        return False
-    return True
+    """True when `parse_text` finds nccl-tests output in `text` (a header, a table row or a footer), whether or not
+    its figures can be trusted (parse_text says when they cannot)."""
+    scan = _scan(text)
+    return bool(scan.markers or scan.rows)
 
 
 # --- the -J JSON file (nccl-tests 2.17.6+, JSON_FILE_VERSION 1 to 3, schema read from src/util.cu) --------------------
@@ -569,7 +603,7 @@ def parse_json(text: str) -> NcclTestsResult:
             continue  # trace-replay rows carry only an in-place half
         redop = item.get("redop")
         rows.append(
-            Row(
+            row := Row(
                 size,
                 count,
                 str(item.get("type", "")),
@@ -579,6 +613,9 @@ def parse_json(text: str) -> NcclTestsResult:
                 in_place,
             )
         )
+        why = _row_untrustworthy(row, f"results[{len(rows) - 1}]")
+        if why is not None:
+            raise figures.Untrustworthy(f"nccl-tests JSON {why}")
     args = data.get("args") or []
     if not isinstance(args, list):
         args = [args] if isinstance(args, str) else []
@@ -596,6 +633,9 @@ def parse_json(text: str) -> NcclTestsResult:
     avg = None
     if isinstance(average, dict):
         avg = _json_float(average.get("bandwidth", average.get("bandwidith")))
+    why = _untrustworthy(avg, "nccl-tests JSON average_bus_bandwidth", "GB/s", _MAX_GBYTES)
+    if why is not None:
+        raise figures.Untrustworthy(why)
     oob = data.get("out_of_bounds")
     code = _json_int(data.get("nccl_version"))
     nccl_version = _decode_nccl_code(code) if code else None

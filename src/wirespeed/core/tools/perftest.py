@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from wirespeed.core import figures
 from wirespeed.core.results import Direction, Flow, FlowResult, Latency
 
 
@@ -157,9 +158,9 @@ def _gbps(token: str, unit: str) -> float:
     return value * MIB_PER_S_TO_GBPS if unit in _MIB_UNITS else value
 
 
-def _bw_row(values: dict[str, str], unit: str) -> BwRow:
-    avg = _gbps(values["BW average"], unit)
-    peak = _gbps(values["BW peak"], unit)
+def _bw_row(values: dict[str, str], unit: str, number: int) -> BwRow:
+    avg = figures.rate_gbps(_gbps(values["BW average"], unit), f"line {number}: BW average")
+    peak = figures.rate_gbps(_gbps(values["BW peak"], unit), f"line {number}: BW peak")
     rate = values.get("MsgRate")
     return BwRow(
         size_bytes=int(values["#bytes"]),
@@ -174,15 +175,18 @@ def _lat_row(values: dict[str, str], number: int) -> LatRow:
     if "t_min" not in values:
         raise ValueError(f"line {number}: latency table of a -D run (t_avg only): run without -D for t_min/t_typical")
 
+    def latency(name: str) -> float:
+        return figures.measured(float(values[name]), f"line {number}: {name}", "us", high=figures.MAX_LATENCY_US)
+
     def optional(name: str) -> float | None:
-        return float(values[name]) if name in values else None
+        return latency(name) if name in values else None
 
     return LatRow(
         size_bytes=int(values["#bytes"]),
         iterations=int(values["#iterations"]),
-        t_min_us=float(values["t_min"]),
-        t_max_us=float(values["t_max"]),
-        t_typical_us=float(values["t_typical"]),
+        t_min_us=latency("t_min"),
+        t_max_us=latency("t_max"),
+        t_typical_us=latency("t_typical"),
         t_avg_us=optional("t_avg"),
         t_stdev_us=optional("t_stdev"),
         p99_us=optional("99% percentile"),
@@ -235,7 +239,7 @@ def parse_text(text: str) -> PerftestResult:
             continue  # a warning, a counter dump, a shell prompt
         values = _row_values(line, number, names)
         if kind == "bw":
-            bw_rows.append(_bw_row(values, unit))
+            bw_rows.append(_bw_row(values, unit, number))
         else:
             lat_rows.append(_lat_row(values, number))
     if not bw_rows and not lat_rows:

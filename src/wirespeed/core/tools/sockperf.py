@@ -19,6 +19,8 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
+from wirespeed.core import figures
+
 NAME = "sockperf"
 VERSION_KEY = "sockperf_version"
 VERSION_ARGV = ("sockperf", "--version")
@@ -174,7 +176,7 @@ def _fixed(value: str, what: str) -> float:
     """A %.3lf figure; anything else (a word, a number cut short) is a ValueError naming what it was."""
     if _FIXED3.fullmatch(value) is None:
         raise ValueError(f"sockperf {what} is not a number with 3 decimals: {value!r}")
-    return float(value)
+    return figures.measured(float(value), f"sockperf {what}", high=figures.MAX_LATENCY_US)
 
 
 def _failure(lines: list[str]) -> str | None:

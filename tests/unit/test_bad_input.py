@@ -1,0 +1,416 @@
+"""Bad input from issue 21, through the CLI in-process (`main(argv, env)`): a FIFO, a device or a directory named
+as a file is refused at once; a non-UTF-8 cluster file is one line naming the byte; an import past the size limit
+is refused by its size; figures outside physical sense are named untrustworthy, never shown; out-of-range option
+values are refused; names with a trailing newline or a control character are not valid; text the user gave is
+printed verbatim (no Rich markup or emoji). Every failure is one line, never a traceback, never a wait."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wirespeed.cli.main import main
+from wirespeed.cli.output import Environment, Output
+from wirespeed.core import figures, importer
+from wirespeed.core.errors import InventoryError
+from wirespeed.core.inventory import Node, validate_node
+from wirespeed.core.tools import iperf3, nccl_tests, perftest, sockperf
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL = ROOT / "tests" / "fixtures" / "real"
+PERFTEST = REAL / "perftest" / "ib_write_bw_spark_report_gbits_run_infinitely_client1.txt"
+NCCL = REAL / "nccl_tests" / "all_reduce_2node_16gpu_h100_a3mega.txt"
+NCCL_JSON = REAL / "nccl_tests_device" / "sendrecv_1node_2gpu_h200_socket_lo_v2.19.6.nccl-tests.json"
+SOCKPERF = REAL / "sockperf" / "pingpong_tcp_1024B_half1_v3.7_testbed.txt"
+
+
+@dataclass
+class Run:
+    status: int
+    stdout: str
+    stderr: str
+
+
+def cli(*argv: str) -> Run:
+    env = Environment(stdout=io.StringIO(), stderr=io.StringIO(), width=200)
+    status = main(list(argv), env)
+    assert isinstance(env.stdout, io.StringIO) and isinstance(env.stderr, io.StringIO)
+    run = Run(status, env.stdout.getvalue(), env.stderr.getvalue())
+    assert "Traceback" not in run.stdout + run.stderr
+    return run
+
+
+def one_line(run: Run) -> str:
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1, run.stderr
+    return lines[0]
+
+
+@pytest.fixture(autouse=True)
+def no_real_testbed(testbed_dir: Path) -> Path:
+    return testbed_dir
+
+
+@pytest.fixture
+def deadline() -> Iterator[None]:
+    """A read that blocks (a FIFO with no writer) fails the test in 5 s instead of hanging the suite."""
+
+    def expired(signum: int, frame: Any) -> None:
+        raise TimeoutError("blocked reading a file that is not a regular file")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(5)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "cluster.fifo"
+    os.mkfifo(path)
+    return path
+
+
+# ------------------------------------------------------------------------------------ 1. only regular files are read
+
+
+def test_import_refuses_a_fifo_a_device_and_a_directory_at_once(fifo: Path, tmp_path: Path, deadline: None) -> None:
+    run = cli("import", str(fifo), "/dev/zero", str(tmp_path))
+    assert run.status == 1 and run.stdout == ""
+    assert run.stderr.splitlines() == [
+        f"wirespeed: {fifo}: not a regular file (a FIFO)",
+        "wirespeed: /dev/zero: not a regular file (a character device)",
+        f"wirespeed: {tmp_path}: not a regular file (a directory)",
+    ]
+
+
+@pytest.mark.parametrize("command", [("exec", "--", "true"), ("switch", "status"), ("check", "--no-active")])
+def test_a_cluster_file_that_is_a_fifo_or_device_is_refused_at_once(
+    command: tuple[str, ...], fifo: Path, deadline: None
+) -> None:
+    for path in (str(fifo), "/dev/zero"):
+        kind = "a FIFO" if path == str(fifo) else "a character device"
+        argv = (
+            [*command[:-2], "--cluster", path, *command[-2:]] if command[0] == "exec" else [*command, "--cluster", path]
+        )
+        run = cli(*argv)
+        assert run.status == 2
+        assert one_line(run) == (
+            f"wirespeed: error: {path}: cannot read cluster file: not a regular file ({kind}) "
+            "(hint: give the path of the cluster file itself, as `wirespeed init` writes it)"
+        )
+
+
+def test_wirespeed_cluster_naming_a_fifo_is_refused_at_once(
+    fifo: Path, deadline: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WIRESPEED_CLUSTER", str(fifo))
+    run = cli("exec", "--", "true")
+    assert run.status == 2 and "not a regular file (a FIFO)" in one_line(run)
+
+
+# ------------------------------------------------------------------------------------------ 2. non-UTF-8 cluster file
+
+
+def test_a_cluster_file_with_a_stray_byte_names_its_offset_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.toml"
+    path.write_bytes(b'[cluster]\nname = "lab"\n\n[[nodes]]\nname = "n\xff1"\nhost = "10.0.0.1"\n')
+    for argv in (("exec", "--cluster", str(path), "--", "true"), ("switch", "status", "--cluster", str(path))):
+        run = cli(*argv)
+        assert run.status == 2
+        assert one_line(run) == (
+            f"wirespeed: error: {path}: cannot read cluster file: not UTF-8 text: byte 0xff at offset 43 (line 5) "
+            "(hint: save the cluster file as UTF-8 text)"
+        )
+
+
+# ------------------------------------------------------------------------------------------------ 3. a size limit
+
+
+def test_an_import_past_the_limit_is_refused_by_its_size(tmp_path: Path) -> None:
+    big = tmp_path / "big.txt"
+    with big.open("wb") as handle:  # sparse: the size is what is refused, before a byte is read
+        handle.write(NCCL.read_bytes())
+        handle.truncate(importer.MAX_IMPORT_BYTES + 1)
+    run = cli("import", str(big), str(NCCL))
+    assert run.status == 1
+    assert one_line(run) == (
+        f"wirespeed: {big}: 16.0 MiB ({importer.MAX_IMPORT_BYTES + 1} bytes), larger than the 16 MiB limit for an "
+        "import: a tool's output is kilobytes; cut out the run to import (e.g. with sed -n)"
+    )
+    assert "all_reduce" in run.stdout  # the other file is still imported
+
+
+def test_the_limit_is_far_above_every_real_output() -> None:
+    largest = max(p.stat().st_size for p in REAL.glob("*/*.txt"))
+    assert largest * 100 < importer.MAX_IMPORT_BYTES
+
+
+def test_detection_reads_only_the_head_of_a_large_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = NCCL.read_text()
+    rows = [line for line in text.splitlines(keepends=True) if line.strip() and not line.startswith("#")]
+    big = text + "".join(rows) * (4 * importer.DETECT_CHARS // len("".join(rows)))
+    seen: list[int] = []
+    looks_like = nccl_tests.looks_like
+    monkeypatch.setattr(nccl_tests, "looks_like", lambda t: seen.append(len(t)) or looks_like(t))
+    assert importer.detect(big) == "nccl-tests"
+    assert seen and max(seen) <= importer.DETECT_CHARS + 200
+
+
+# ------------------------------------------------------------------------------------ 4. impossible figures
+
+
+def _iperf3_json(sent: dict[str, Any] | None = None, **end: Any) -> str:
+    block = {"start": 0, "end": 10.0, "seconds": 10.0, "bytes": 12_500_000_000, "bits_per_second": 1e10}
+    data = {
+        "start": {"version": "iperf 3.16", "test_start": {"protocol": "TCP", "num_streams": 1}, "connecting_to": {}},
+        "intervals": [],
+        "end": {"sum_sent": {**block, "retransmits": 0, **(sent or {})}, "sum_received": dict(block), **end},
+    }
+    return json.dumps(data, indent=1)
+
+
+def test_a_sane_iperf3_json_imports() -> None:
+    obj = importer.import_text(_iperf3_json(), "ok.json")
+    assert obj["sent_bps"] == 1e10 and obj["received_bps"] == 1e10
+
+
+@pytest.mark.parametrize(
+    ("sent", "why"),
+    [
+        ({"bits_per_second": -1e308}, "sum_sent bits_per_second is -1e+299 Gb/s, negative"),
+        ({"bits_per_second": math.nan}, "sum_sent bits_per_second is nan, not a finite number"),
+        ({"bits_per_second": math.inf}, "sum_sent bits_per_second is inf, not a finite number"),
+        ({"bits_per_second": 2e13, "bytes": 25_000_000_000_000}, "is 20000 Gb/s, above 10000 Gb/s"),
+        ({"bits_per_second": 9e11}, "sum_sent says 900 Gb/s but 1.25e+10 bytes in 10 s is 10 Gb/s"),
+        ({"bytes": -5}, "sum_sent bytes is -5, negative"),
+        ({"retransmits": -1}, "sum_sent retransmits is -1, negative"),
+    ],
+)
+def test_an_impossible_iperf3_figure_is_untrustworthy_never_shown(
+    sent: dict[str, Any], why: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "iperf3.json"
+    path.write_text(_iperf3_json(sent))
+    for argv in (("import", str(path)), ("import", "--json", str(path))):
+        run = cli(*argv)
+        assert run.status == 1 and run.stdout == ""
+        line = one_line(run)
+        assert line.startswith(f"wirespeed: {path}: line ") and why in line and "untrustworthy output" in line
+        assert "9999" not in line
+
+
+def test_the_bench_path_gets_no_figure_from_impossible_iperf3_output() -> None:
+    from wirespeed.core.results import Flow
+
+    flow = Flow(("a", "eth0"), ("b", "eth0"), "10.0.0.1", "10.0.0.2", 200.0)
+    (result,) = iperf3.flow_results(flow, _iperf3_json({"bits_per_second": -1e308}), None)
+    assert result.tool_gbps is None and result.error is not None and "untrustworthy" in result.error
+
+
+def test_impossible_perftest_and_nccl_figures_are_untrustworthy(tmp_path: Path) -> None:
+    cases = {
+        "perftest.txt": PERFTEST.read_text().replace("92.57 ", "99999999.99 ", 1),
+        "nccl.txt": NCCL.read_text().replace("  27.50  ", " -27.50  ", 1),
+    }
+    data = json.loads(NCCL_JSON.read_text())
+    data["results"][0]["out_of_place"]["bus_bw"] = 1e300
+    cases["nccl.json"] = json.dumps(data)
+    for name, text in cases.items():
+        path = tmp_path / name
+        path.write_text(text)
+        run = cli("import", str(path))
+        assert run.status == 1 and run.stdout == "", name
+        line = one_line(run)
+        assert "untrustworthy output" in line and line.startswith(f"wirespeed: {path}: line "), line
+    assert "line 44: out-of-place busbw is -27.5 GB/s, negative" in cli("import", str(tmp_path / "nccl.txt")).stderr
+    with pytest.raises(
+        ValueError, match=r"^line 25: BW average is 1e\+08 Gb/s, above 10000 Gb/s: untrustworthy output$"
+    ):
+        perftest.parse_text(cases["perftest.txt"])
+
+
+def test_nccl_tests_own_nan_is_still_shown_as_none() -> None:
+    data = json.loads(NCCL_JSON.read_text())
+    data["results"][0]["out_of_place"]["alg_bw"] = "nan"
+    assert importer.import_text(json.dumps(data), "nan.json")["rows"][0]["out_of_place"]["algbw_GBps"] is None
+
+
+def test_a_negative_sockperf_latency_is_untrustworthy() -> None:
+    text = SOCKPERF.read_text()
+    assert sockperf.parse(text).p50_us == 6.106
+    with pytest.raises(figures.Untrustworthy, match=r"sockperf percentile 50\.000 is -6\.106, negative"):
+        sockperf.parse(text.replace("percentile 50.000 =    6.106", "percentile 50.000 =   -6.106"))
+
+
+@pytest.mark.parametrize("value", [-1.0, math.nan, math.inf, -math.inf, 1e5, "12", None, True])
+def test_the_shared_validator_refuses_what_no_link_measures(value: Any) -> None:
+    with pytest.raises(figures.Untrustworthy, match="untrustworthy output"):
+        figures.rate_gbps(value, "rate")
+
+
+def test_the_shared_validator_passes_real_figures() -> None:
+    assert figures.rate_gbps(0, "rate") == 0.0 and figures.rate_gbps(800, "rate") == 800.0
+    figures.consistent_rate(1.25e9, 1.0, 10.0, "flow")
+    with pytest.raises(figures.Untrustworthy, match="says 20 Gb/s but"):
+        figures.consistent_rate(1.25e9, 1.0, 20.0, "flow")
+
+
+# ------------------------------------------------------------------------------------ 5. out-of-range option values
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (("agent", "sample", "--node", "n", "--ifaces", "lo", "--count", "-1"), "'--count': -1 is not in the range"),
+        (("agent", "sample", "--node", "n", "--ifaces", "lo", "--interval", "-1"), "--interval -1.0: must be above 0"),
+        (("agent", "sample", "--node", "n", "--ifaces", "lo", "--interval", "nan"), "--interval nan: must be above"),
+        (("agent", "sample", "--node", "n", "--ifaces", "lo", "--interval", "inf"), "--interval inf: must be above"),
+        (("agent", "sample", "--node", "n", "--ifaces", "lo", "--interval", "0"), "--interval 0.0: must be above 0"),
+        (("agent", "sample", "--node", "n", "--ifaces", "../../etc"), "--ifaces: '../../etc' is not an interface"),
+        (("agent", "sample", "--node", "n", "--ifaces", "eth0\n"), "--ifaces: 'eth0\\n' is not an interface"),
+        (("agent", "sample", "--node", "n", "--ifaces", "a" * 16), "is not an interface name"),
+        (("agent", "sample", "--node", "n\n", "--ifaces", "lo"), "--node 'n\\n': not a node name"),
+        (("agent", "sample", "--node", "", "--ifaces", "lo"), "--node '': not a node name"),
+        (("watch", "--hosts", "127.0.0.1", "--duration", "-1"), "'--duration': -1.0 is not in the range x>0"),
+        (("watch", "--hosts", "127.0.0.1", "--duration", "0"), "'--duration': 0.0 is not in the range x>0"),
+    ],
+)
+def test_out_of_range_values_are_refused_in_one_line(argv: tuple[str, ...], said: str) -> None:
+    run = cli(*argv)
+    assert run.status == 2 and run.stdout == ""
+    assert said in one_line(run)
+
+
+def test_agent_sample_with_a_count_stops_by_itself() -> None:
+    run = cli("agent", "sample", "--node", "n", "--ifaces", "lo", "--count", "1", "--interval", "0.01")
+    assert run.status == 0 and run.stderr == ""
+
+
+# -------------------------------------------------------------------------- 6. full-match validation of names
+
+
+BAD_ENDINGS = ["\n", "\r", "\t", "\x00", "\x1b[31m", " ", "\u2028"]
+
+
+@pytest.mark.parametrize("ending", BAD_ENDINGS)
+def test_a_host_name_or_user_with_a_control_character_is_not_valid(ending: str, tmp_path: Path) -> None:
+    for field, node in (
+        ("host", Node(name="n1", host=f"127.0.0.2{ending}")),
+        ("node name", Node(name=f"n1{ending}", host="127.0.0.2")),
+        ("user", Node(name="n1", host="127.0.0.2", user=f"bob{ending}")),
+    ):
+        with pytest.raises(InventoryError, match=field):
+            validate_node(node, "test")
+    path = tmp_path / "cluster.toml"
+    path.write_text(f'[[nodes]]\nname = "n1"\nhost = {json.dumps("127.0.0.2" + ending)}\n')
+    run = cli("exec", "--cluster", str(path), "--", "true")
+    assert run.status == 2 and f"host {('127.0.0.2' + ending)!r} is not a host name or address" in one_line(run)
+
+
+def test_hosts_with_a_port_that_is_not_ascii_digits_is_one_line() -> None:
+    run = cli("exec", "--hosts", "a:\u00b2", "--", "true")
+    assert run.status == 2 and "'\u00b2' is not a port number" in one_line(run)
+
+
+@pytest.mark.parametrize(
+    ("table", "value"),
+    [("password_env", "WIRESPEED_PW\n"), ("bridge", "bridge1\n"), ("ports", '{ n1 = ["qsfp56-dd-1-1\\n"] }')],
+)
+def test_switch_names_are_full_matched(table: str, value: str, tmp_path: Path) -> None:
+    path = tmp_path / "cluster.toml"
+    shown = value if table == "ports" else json.dumps(value)
+    path.write_text(f'[[nodes]]\nname = "n1"\nhost = "10.0.0.1"\n[switch]\nkind = "routeros"\naddress = "x"\n'
+                    f"{table} = {shown}\n")  # fmt: skip
+    run = cli("switch", "plan", "--cluster", str(path))
+    assert run.status == 2 and f"[switch] {table}" in one_line(run)
+
+
+# --------------------------------------------------------------------------------- 7. user text printed verbatim
+
+
+@pytest.fixture
+def odd_cluster(tmp_path: Path) -> Path:
+    """One node named `a:b:c` (the `:b:` Rich would turn into an emoji), run here by the local agent."""
+    path = tmp_path / "cluster.toml"
+    agent = json.dumps([sys.executable, "-m", "wirespeed"])
+    path.write_text(f'[[nodes]]\nname = "a:b:c"\nhost = "localhost"\nagent = {agent}\n')
+    return path
+
+
+def test_names_and_outputs_are_printed_without_markup_or_emoji(odd_cluster: Path) -> None:
+    text = ":b: [red]red[/red] :thumbs_up: [bold]"
+    run = cli("exec", "--cluster", str(odd_cluster), "--", "echo", text)
+    assert run.status == 0, run.stderr
+    assert "---- a:b:c (1)" in run.stdout and text in run.stdout
+    assert "\U0001f171" not in run.stdout and "\U0001f44d" not in run.stdout
+
+
+def test_the_output_channel_never_interprets_markup() -> None:
+    env = Environment(stdout=io.StringIO(), stderr=io.StringIO(), width=200)
+    out = Output(env, json_mode=False)
+    out.console.print("--hosts a:b:c [red]x[/red]")
+    out.message("a:b:c [red]x[/red] :smile:")
+    out.warn("[bold]w[/bold]")
+    assert isinstance(env.stdout, io.StringIO) and isinstance(env.stderr, io.StringIO)
+    assert env.stdout.getvalue() == "--hosts a:b:c [red]x[/red]\n"
+    assert env.stderr.getvalue() == "a:b:c [red]x[/red] :smile:\nwirespeed: warning: [bold]w[/bold]\n"
+
+
+def test_an_imported_file_with_markup_in_its_name_and_content_is_shown_verbatim(tmp_path: Path) -> None:
+    path = tmp_path / "[red]x:b:.txt"
+    path.write_text("mlx5_0 port 1 ==> en:b:p1 (Up)\nmlx5_1 port 1 ==> [red]p2 (Up)\n")
+    run = cli("import", str(path))
+    assert run.status == 0, run.stderr
+    assert f"{path}: ibdev2netdev" in run.stdout and "en:b:p1" in run.stdout and "[red]p2" in run.stdout
+
+
+# ------------------------------------------------------------------------------- found by the adversarial pass
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (("switch", "status", "--timeout", "nan"), "'--timeout': 'nan' is not a finite number"),
+        (("switch", "verify", "--wait", "nan"), "'--wait': 'nan' is not a finite number"),
+        (("switch", "verify", "--mtu", "-5"), "'--mtu': -5 is not in the range 1280<=x<=9978"),
+        (("switch", "apply", "--mtu", "0"), "'--mtu': 0 is not in the range 1280<=x<=9978"),
+    ],
+)
+def test_switch_options_refuse_nan_and_impossible_mtus_before_any_connection(
+    argv: tuple[str, ...], said: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "cluster.toml"
+    path.write_text('[[nodes]]\nname = "n1"\nhost = "10.0.0.1"\n[switch]\nkind = "routeros"\naddress = "192.0.2.1"\n')
+    run = cli(*argv, "--cluster", str(path))
+    assert run.status == 2 and said in one_line(run)
+
+
+def test_an_import_file_name_with_a_newline_stays_on_one_line(tmp_path: Path) -> None:
+    name = tmp_path / "a\nb.txt"
+    run = cli("import", str(name))
+    assert run.status == 1 and one_line(run) == f"wirespeed: {str(name)!r}: no such file"
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_finite_range_refuses_what_no_bound_can(value: str) -> None:
+    import click
+
+    from wirespeed.cli.common import FiniteRange
+
+    with pytest.raises(click.BadParameter, match="is not a finite number"):
+        FiniteRange(0, None, min_open=True).convert(value, None, None)
+    assert FiniteRange(1, 3600).convert("20", None, None) == 20.0
