@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from wirespeed import __version__
-from wirespeed.cli.common import CONTEXT, Ctx, cluster_options, json_option, pass_ctx, resolve_remote
+from wirespeed.cli.common import CONTEXT, Ctx, FiniteRange, cluster_options, json_option, pass_ctx, resolve_remote
 from wirespeed.core.errors import ExitStatus, UsageError, WirespeedError
 from wirespeed.engine.remote import check_agents
 
@@ -109,14 +109,27 @@ def agent_lock(holder_json: str, wait: bool) -> None:
 @click.option("--node", required=True, help="The name the controller knows this node by.")
 @click.option("--ifaces", required=True, help="Comma-separated interfaces to read.")
 @click.option("--interval", type=float, default=0.5, show_default=True, help="Seconds between samples.")
-@click.option("--count", type=int, default=0, help="Stop after this many samples (0: until stdin closes).")
+@click.option(
+    "--count", type=click.IntRange(min=0), default=0, help="Stop after this many samples (0: until stdin closes)."
+)
 def agent_sample(node: str, ifaces: str, interval: float, count: int) -> None:
     """Stream this node's NIC counters and per-core CPU as JSON lines until stdin closes (used by `watch`)."""
+    import math
+    import re
+
     from wirespeed.engine.sampling import stream_samples
 
-    if interval <= 0:
-        raise UsageError(f"--interval {interval}: must be above 0", hint="for example --interval 0.5")
-    stream_samples(node, [i for i in ifaces.split(",") if i], interval, count)
+    if not math.isfinite(interval) or not 0 < interval <= 60:  # `nan` compares false with everything
+        raise UsageError(f"--interval {interval}: must be above 0 and at most 60 seconds", hint="e.g. --interval 0.5")
+    if not node or not node.isprintable() or node != node.strip():
+        raise UsageError(f"--node {node!r}: not a node name", hint="the name the cluster file gives the node")
+    names = [i for i in ifaces.split(",") if i]
+    # A Linux interface name: 1-15 printable bytes without a space, `/` or `:` (and never `.` or `..`, which would
+    # make /sys/class/net/NAME a directory above the interfaces).
+    bad = [i for i in names if not re.fullmatch(r"(?:(?![/:])[!-~]){1,15}", i) or i in (".", "..")]
+    if bad:  # none at all is fine: the node's CPU is still sampled
+        raise UsageError(f"--ifaces: {bad[0]!r} is not an interface name", hint="--ifaces enp1s0f0np0,enp1s0f1np1")
+    stream_samples(node, names, interval, count)
 
 
 @agent.command("snapshot")
@@ -146,54 +159,68 @@ def agent_snapshot(ctx: Ctx, node: str) -> None:
 
 
 @agent.command("apply")
-@click.option("--token", required=True)
+@click.option("--token", required=True, help="Names this fix's journal on the node (a new one for every apply).")
 @click.option("--ops", "ops_json", required=True, help="JSON list of operations.")
-@click.option("--rollback-after", type=float, default=20.0, show_default=True)
+@click.option("--rollback-after", type=FiniteRange(0, 3600, min_open=True), default=20.0, show_default=True)
+@click.option("--kind", type=click.Choice(["fix", "revert"]), default="fix", show_default=True)
+@click.option("--reverts", default=None, help="The token of the fix this revert undoes (marked reverted on confirm).")
+@click.option("--pause-after", type=int, default=None, hidden=True, help="Tests only: stop after N operations.")
 @pass_ctx
-def agent_apply(ctx: Ctx, token: str, ops_json: str, rollback_after: float) -> None:
-    """Apply operations here; network ones are rolled back by a timer unless `agent confirm` comes in time."""
+def agent_apply(
+    ctx: Ctx, token: str, ops_json: str, rollback_after: float, kind: str, reverts: str | None, pause_after: int | None
+) -> None:
+    """Journal the old values (in /var/lib/wirespeed/fix-journal), start the rollback timer, then apply the
+    operations; the timer restores every one of them unless `agent confirm` comes in time."""
     import json
 
     from wirespeed.core.fixplan import operation_from_json
-    from wirespeed.engine import apply
+    from wirespeed.engine import fixjournal
 
     try:
         ops = [operation_from_json(item) for item in json.loads(ops_json)]
     except (ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"--ops: not a list of operations ({exc})") from None
-    done = apply.apply_all(ops)
-    timer = None
-    if rollback_after > 0 and any(op.network for op in ops):
-        restore = apply.undo_ops(done)
-        if restore:
-            timer = apply.start_rollback_timer(token, rollback_after, restore)
-    ctx.output(True).data({"applied": done, "timer": timer})
+    fixjournal.check_token(token)
+    answer = fixjournal.apply_journaled(token, ops, rollback_after, kind=kind, reverts=reverts, pause_after=pause_after)
+    ctx.output(True).data(answer)
 
 
 @agent.command("confirm")
 @click.option("--token", required=True)
 def agent_confirm(token: str) -> None:
-    """Tell a pending rollback timer that the controller still reaches this node."""
-    from wirespeed.engine import apply
+    """Tell a pending rollback timer that the controller still reaches this node: the changes stay."""
+    from wirespeed.engine import fixjournal
 
-    try:
-        apply.confirm(token)
-    except apply.TooLate:
-        raise WirespeedError("too late: the rollback timer already restored the previous values") from None
+    fixjournal.confirm(fixjournal.check_token(token))
+
+
+@agent.command("rollback")
+@click.option("--token", required=True)
+@pass_ctx
+def agent_rollback(ctx: Ctx, token: str) -> None:
+    """Restore what a fix not yet confirmed changed, now (the controller gives up on it)."""
+    from wirespeed.engine import fixjournal
+
+    ctx.output(True).data(fixjournal.rollback(fixjournal.check_token(token)))
+
+
+@agent.command("fix-journal")
+@click.option("--settle", is_flag=True, help="First wait for every pending rollback timer to decide.")
+@pass_ctx
+def agent_fix_journal(ctx: Ctx, settle: bool) -> None:
+    """Print, as JSON, the state of each of this node's fix journals and the latest fix `fix --revert` would undo."""
+    from wirespeed.engine import fixjournal
+
+    ctx.output(True).data(fixjournal.query(settle=settle))
 
 
 @agent.command("rollback-timer", hidden=True)
 @click.option("--token", required=True)
-@click.option("--after", type=float, required=True)
-@click.option("--restore", "restore_json", required=True)
-def agent_rollback_timer(token: str, after: float, restore_json: str) -> None:
-    """Restore the previous values after --after seconds unless confirmed (started by `agent apply`)."""
-    import json
+def agent_rollback_timer(token: str) -> None:
+    """Restore from the journal unless confirmed in time (started, detached, by `agent apply`)."""
+    from wirespeed.engine import fixjournal
 
-    from wirespeed.core.fixplan import operation_from_json
-    from wirespeed.engine import apply
-
-    apply.rollback_timer(token, after, [operation_from_json(item) for item in json.loads(restore_json)])
+    fixjournal.run_timer(fixjournal.check_token(token))
 
 
 @agent.command("unsudoers", hidden=True)

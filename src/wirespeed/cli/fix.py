@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from wirespeed.cli.common import Ctx, cluster_options, json_option, pass_ctx, resolve_remote
+from wirespeed.cli.common import Ctx, FiniteRange, cluster_options, json_option, pass_ctx, resolve_remote
 from wirespeed.core.become import HOW
 from wirespeed.core.errors import ExitStatus, WirespeedError
 
@@ -14,7 +14,11 @@ from wirespeed.core.errors import ExitStatus, WirespeedError
 @click.command("fix")
 @cluster_options
 @click.option("--yes", is_flag=True, help="Apply the plan (without it, only show it).")
-@click.option("--revert", is_flag=True, help="Restore what the last `fix --yes` replaced.")
+@click.option(
+    "--revert",
+    is_flag=True,
+    help="Restore what the last `fix --yes` replaced: from the record, else from each node's own fix journal.",
+)
 @click.option(
     "--record",
     type=click.Path(path_type=Path),
@@ -23,10 +27,10 @@ from wirespeed.core.errors import ExitStatus, WirespeedError
 )
 @click.option(
     "--rollback-after",
-    type=float,
+    type=FiniteRange(1, 3600),
     default=20.0,
     show_default=True,
-    help="Seconds a node waits for confirmation before undoing a network change by itself.",
+    help="Seconds a node waits for confirmation before undoing the changes by itself.",
 )
 @json_option
 @pass_ctx
@@ -42,17 +46,23 @@ def fix_cmd(
     json_mode: bool,
 ) -> ExitStatus:
     """Turn what the checks found into changes per node (sysctls, fabric MTU, IPv6, halves left down); apply them
-    with --yes, keep the old values, and undo them with --revert."""
+    with --yes, keep the old values (here and in each node's journal), and undo them with --revert."""
     from wirespeed.engine import fix as fixing
     from wirespeed.ui.fix import fix_plan_view
 
     out = ctx.output(json_mode)
+
+    def say(text: str) -> None:
+        out.message(f"wirespeed: {text}")
+
     record_path = record or fixing.default_record()
     remote = resolve_remote(out, cluster_file, hosts, user)
     if revert:
-        made = fixing.FixPlan(fixing.revert_plan(record_path))
+        made = fixing.plan_revert(remote, record_path, say)
+        for node, source in sorted(made.sources.items()):
+            say(f"{node}: the old values come from {source}")
     else:
-        made = fixing.plan_fix(remote, lambda text: out.message(f"wirespeed: {text}"))
+        made = fixing.plan_fix(remote, say)
     plan, notes = made.operations, made.notes
     shown = {node: [op.to_json() for op in ops] for node, ops in plan.items()}
     if not json_mode:
@@ -68,7 +78,15 @@ def fix_cmd(
         for line in refused:
             out.message(f"wirespeed: {line}")
         raise WirespeedError(f"nothing applied: {len(refused)} node(s) need root for this plan", hint=HOW)
-    outcomes = fixing.apply_plan(remote, plan, rollback_s=rollback_after)
+    outcomes = fixing.apply_plan(
+        remote,
+        plan,
+        rollback_s=rollback_after,
+        kind="revert" if revert else "fix",
+        reverts=made.reverts,
+        say=say,
+        on_applied=None if revert else (lambda applied: fixing.write_record(record_path, applied, confirmed=False)),
+    )
     if not revert:
         fixing.write_record(record_path, outcomes)
     failed = False
@@ -82,7 +100,10 @@ def fix_cmd(
                 out.message(f"wirespeed: {outcome.node}: {entry['op']['target']}: {entry['error']}")
         if outcome.rolled_back:
             failed = True
-            out.message(f"wirespeed: {outcome.node}: not reachable after the change: it restored the old values itself")
+            out.message(f"wirespeed: {outcome.node}: {outcome.why}")
+        elif revert and not outcome.error:
+            restored = sum(1 for e in outcome.applied if e["ok"] and e["original"] != e["op"]["value"])
+            say(f"{outcome.node}: restored {restored} value(s) and file(s) from {made.sources.get(outcome.node)}")
     if json_mode:
         out.data(
             {
@@ -95,6 +116,8 @@ def fix_cmd(
                         "error": o.error,
                         "confirmed": o.confirmed,
                         "rolled_back": o.rolled_back,
+                        "journal": o.token,
+                        **({"restored_from": made.sources.get(o.node)} if revert else {}),
                     }
                     for o in outcomes
                 },

@@ -1,25 +1,15 @@
-"""The node side of `wirespeed fix`: observe, apply, and undo operations; a detached timer rolls network
-changes back by itself unless the controller confirms it can still reach the node (as `netplan try` does)."""
+"""The node side of `wirespeed fix`: observe, apply, and undo operations. The journal that keeps the old values
+and the timer that restores them unless the controller confirms are in `fixjournal`."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from wirespeed.adapters.configroot import system_path
 from wirespeed.adapters.process import run_process
 from wirespeed.core.fixplan import NETPLAN_DIR, Operation, undo_of
-
-
-def confirm_path(token: str, state: str = "confirmed") -> Path:
-    safe = "".join(c for c in token if c.isalnum() or c in "-_")
-    return Path(tempfile.gettempdir()) / f"wirespeed-fix-{safe}.{state}"
 
 
 def _sysctl_path(key: str) -> Path:
@@ -107,54 +97,3 @@ def undo_ops(done: list[dict[str, Any]]) -> list[Operation]:
         for entry in reversed(done)
         if entry["ok"] and entry["original"] != entry["op"]["value"]
     ]
-
-
-def start_rollback_timer(token: str, after_s: float, restore: list[Operation]) -> int:
-    """A detached process (its own session, no pipes to us) that restores unless confirmed in time."""
-    confirm_path(token).unlink(missing_ok=True)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "wirespeed",
-            "agent",
-            "rollback-timer",
-            "--token",
-            token,
-            "--after",
-            str(after_s),
-            "--restore",
-            json.dumps([op.to_json() for op in restore]),
-        ],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    return proc.pid
-
-
-def rollback_timer(token: str, after_s: float, restore: list[Operation]) -> bool:
-    """Wait; restore unless the confirmation appeared. Returns True when it restored."""
-    marker = confirm_path(token)
-    deadline = time.monotonic() + after_s
-    while time.monotonic() < deadline:
-        if marker.exists():
-            marker.unlink(missing_ok=True)
-            return False
-        time.sleep(0.1)
-    confirm_path(token, "rolledback").write_text(f"{os.getpid()}\n")
-    apply_all(restore)
-    return True
-
-
-class TooLate(Exception):
-    """The timer ran out before the confirmation came: the old values are back."""
-
-
-def confirm(token: str) -> None:
-    late = confirm_path(token, "rolledback")
-    if late.exists():
-        late.unlink(missing_ok=True)
-        raise TooLate(token)
-    confirm_path(token).write_text(f"{os.getpid()}\n")

@@ -269,8 +269,8 @@ def _run(
     })  # fmt: skip
     failures = [o.error for o in outcomes if o.error]
     failures += [f"{o.node}: {e['op']['target']}: {e['error']}" for o in outcomes for e in o.applied if not e["ok"]]
-    failures += [f"{o.node}: not reachable after the change: it restored the old values" for o in outcomes
-                 if o.rolled_back]  # fmt: skip
+    failures += [f"{o.node}: {o.why or 'not reachable after the change: it restored the old values'}"
+                 for o in outcomes if o.rolled_back]  # fmt: skip
     for line in failures:
         say(f"    {line}")
     changed = sum(len(ops) for ops in plan.values())

@@ -1,14 +1,28 @@
 """`wirespeed fix`: plan per node, apply only with --yes, record the original values, revert exactly.
 
-Network changes go out with a safety net: the node's agent starts a detached timer that restores the old values
-unless this controller, over a new ssh connection, confirms within the time that the node is still reachable.
+Every change goes out with a safety net (`netplan try`, with a record that outlives this controller): each node's
+agent journals the old values and files on the node (`fixjournal`) before it changes anything, and a detached timer
+there restores them unless this controller confirms in time. The controller confirms only once every node has
+applied and answers over a new connection (no ssh connection sharing: the node still takes new ones after the
+change); if any node failed or does not answer, it confirms none and tells the others to restore now. So a
+controller killed at any moment leaves each node either confirmed or restored. The controller's record
+(`--record`) is written before confirming and again after; `fix --revert` reads it and, for the nodes it does not
+cover (no record, or a partial one), the nodes' own journals. docs/fix-journal.md has the whole protocol.
+
+Tests only: WIRESPEED_TEST_FIX_PAUSE=POINT makes this controller stop (print `wirespeed: test pause at POINT` on
+stderr and wait to be killed) at `before-apply`, `before-confirm` (every node applied), `confirm:NODE` (before
+NODE's confirmation; the other nodes' go on), `after-confirm`; `apply:NODE:N` makes NODE's agent stop after its
+Nth operation, its journal saying `"paused": true`. Never set it outside a test.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import secrets
+import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -16,12 +30,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wirespeed.adapters.ssh import SshTransport, Transport
 from wirespeed.core.become import HOW
 from wirespeed.core.checks.model import CheckInput
 from wirespeed.core.errors import WirespeedError
 from wirespeed.core.fixplan import Operation, operation_from_json, plan_nodes, undo_of
+from wirespeed.core.inventory import Node
 from wirespeed.engine import checks as checking
 from wirespeed.engine import discover
+from wirespeed.engine.fixjournal import APPLIED, CONFIRMED, REVERTED, ROLLEDBACK
 from wirespeed.engine.remote import Remote
 
 
@@ -38,6 +55,8 @@ class FixPlan:
     current: dict[str, dict[str, str]] = field(default_factory=dict)
     notes: dict[str, list[str]] = field(default_factory=dict)
     unprivileged: tuple[str, ...] = ()  # nodes whose agent did not run as root (no --become)
+    sources: dict[str, str] = field(default_factory=dict)  # a revert: where each node's old values come from
+    reverts: dict[str, str] = field(default_factory=dict)  # a revert: the journal (token) it undoes, per node
 
 
 def plan_fix(remote: Remote, say: Callable[[str], None]) -> FixPlan:
@@ -67,99 +86,363 @@ def needs_root(plan: dict[str, list[Operation]], unprivileged: Sequence[str]) ->
     return [f"{node}: fix needs root there ({HOW})" for node in sorted(plan) if node in unprivileged]
 
 
+PAUSE_ENV = "WIRESPEED_TEST_FIX_PAUSE"
+Say = Callable[[str], None]
+
+
+def _pause(point: str) -> None:
+    """Tests only (see the module's docstring): stop here until killed."""
+    if os.environ.get(PAUSE_ENV) == point:
+        sys.stderr.write(f"wirespeed: test pause at {point}\n")
+        sys.stderr.flush()
+        threading.Event().wait()
+
+
+def _node_pause(node: str) -> list[str]:
+    value = os.environ.get(PAUSE_ENV, "")
+    prefix = f"apply:{node}:"
+    count = value[len(prefix) :] if value.startswith(prefix) else ""
+    return ["--pause-after", count] if count.isdigit() else []
+
+
+def new_token(node: str) -> str:
+    """A fresh name for one node's journal of one fix."""
+    safe = "".join(c for c in node if c.isalnum() or c in "._-").lstrip("._-")[:48] or "node"
+    return f"{safe}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(4)}"
+
+
 @dataclass
 class NodeOutcome:
     node: str
     applied: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
-    confirmed: bool | None = None  # None: no network change needed confirming
+    confirmed: bool | None = None  # None: nothing changed there, nothing to confirm
     rolled_back: bool = False
+    token: str | None = None  # the node's journal of this fix (None: it changed nothing)
+    why: str = ""  # why it rolled back, in a person's words
+
+    @property
+    def pending(self) -> bool:
+        return self.token is not None and self.error is None
 
 
-def _apply_on(remote: Remote, node_name: str, ops: list[Operation], rollback_s: float, confirm: bool) -> NodeOutcome:
+def _agent(remote: Remote, node: Node, *args: str, timeout_s: float = 20.0) -> tuple[dict[str, Any] | None, str]:
+    """One agent command about the fix journal, privileged: its JSON answer (or None) and its one-line failure."""
+    result = remote.run(node, [*remote.agent_argv(node), "agent", *args], timeout_s=timeout_s, privileged=True)
+    if not result.ok:
+        return None, result.message
+    try:
+        data = json.loads(result.stdout) if result.stdout.strip() else {}
+    except ValueError:
+        return None, f"{node.name}: the agent did not answer in JSON"
+    return (data if isinstance(data, dict) else None), ""
+
+
+def _apply_on(
+    remote: Remote, node_name: str, ops: list[Operation], rollback_s: float, kind: str, reverts: str | None
+) -> NodeOutcome:
     node = remote.cluster.node(node_name)
-    token = f"{node_name}-{secrets.token_hex(6)}"
-    argv = [
-        *remote.agent_argv(node),
-        "agent",
-        "apply",
-        "--token",
-        token,
-        "--rollback-after",
-        str(rollback_s),
-        "--ops",
-        json.dumps([op.to_json() for op in ops]),
-    ]
-    result = remote.run(node, argv, timeout_s=60, privileged=True)
+    token = new_token(node_name)
+    argv = [*remote.agent_argv(node), "agent", "apply", "--token", token, "--rollback-after", str(rollback_s)]
+    argv += ["--kind", kind, *(["--reverts", reverts] if reverts else []), *_node_pause(node_name)]
+    argv += ["--ops", json.dumps([op.to_json() for op in ops])]
+    result = remote.run(node, argv, timeout_s=60 + rollback_s, privileged=True)
     outcome = NodeOutcome(node_name)
     if not result.ok:
         outcome.error = result.message
+        outcome.token = token  # it may have journalled (and changed) something before it failed: ask it to undo
         return outcome
     try:
         data = json.loads(result.stdout)
-    except ValueError:
+        outcome.applied = list(data["applied"])
+        outcome.token = data.get("token")
+    except (ValueError, KeyError, TypeError):
         outcome.error = f"{node_name}: the agent did not answer in JSON"
-        return outcome
-    outcome.applied = data["applied"]
-    if not data.get("timer"):
-        return outcome
-    answer = (
-        remote.run(
-            node, [*remote.agent_argv(node), "agent", "confirm", "--token", token], timeout_s=20, privileged=True
-        )
-        if confirm
-        else None
-    )
-    outcome.confirmed = bool(answer and answer.ok)
-    if not outcome.confirmed:
-        outcome.rolled_back = True  # the node restores itself when its timer runs out (or already did)
-        if answer is None or "too late" not in answer.stderr:
-            time.sleep(rollback_s + 1.0)
+        outcome.token = token
     return outcome
 
 
+def _await(remote: Remote, outcome: NodeOutcome, rollback_s: float) -> None:
+    """Until the node's journal says how it ended (its timer decides): confirmed, or restored."""
+    node = remote.cluster.node(outcome.node)
+    deadline = time.monotonic() + rollback_s + 15.0
+    while time.monotonic() < deadline:
+        data, _ = _agent(remote, node, "fix-journal", timeout_s=10)
+        state = (data or {}).get("states", {}).get(outcome.token)
+        if state == CONFIRMED:
+            outcome.confirmed, outcome.rolled_back = True, False
+            return
+        if state == ROLLEDBACK or (data is not None and state is None):  # gone: never journalled, nothing changed
+            break
+        time.sleep(0.3 if data is not None else 1.0)
+    outcome.confirmed, outcome.rolled_back = False, True  # the node restores itself when its timer runs out
+
+
+def fresh_connections(remote: Remote) -> Remote:
+    """The same nodes, agents and sudo, but every ssh command over a connection of its own (no sharing of the one
+    already open): a node that answers there still takes new connections after the change."""
+
+    def transport(node: Node) -> Transport:
+        used = remote.transport(node)
+        return dataclasses.replace(used, control_dir=None) if isinstance(used, SshTransport) else used
+
+    fresh = Remote(remote.cluster, transport_factory=transport, say=remote.say, become=remote.become)
+    fresh.agents = remote.agents
+    return fresh
+
+
+def _confirm(remote: Remote, outcome: NodeOutcome, rollback_s: float, say: Say) -> None:
+    assert outcome.token is not None
+    _pause(f"confirm:{outcome.node}")
+    node = remote.cluster.node(outcome.node)
+    answer = fresh_connections(remote).run(
+        node, [*remote.agent_argv(node), "agent", "confirm", "--token", outcome.token], timeout_s=20, privileged=True
+    )
+    if answer.ok:
+        outcome.confirmed = True
+        say(f"{outcome.node}: confirmed: its changes stay")
+        return
+    outcome.why = "not reachable after the change: it restored the old values itself"
+    if "too late" in answer.stderr:
+        outcome.confirmed, outcome.rolled_back = False, True
+    else:
+        _await(remote, outcome, rollback_s)
+
+
+def _abort(remote: Remote, outcome: NodeOutcome, rollback_s: float, why: str) -> None:
+    """Restore now: the fix is not confirmed anywhere. A node whose apply failed may have journalled (and changed)
+    part of it: it is told too, and its error stays what it reports."""
+    assert outcome.token is not None
+    data, _ = _agent(remote, remote.cluster.node(outcome.node), "rollback", "--token", outcome.token)
+    if outcome.error:
+        return
+    outcome.why = why
+    if data is not None and data.get("state") == ROLLEDBACK:
+        outcome.confirmed, outcome.rolled_back = False, True
+    else:
+        _await(remote, outcome, rollback_s)
+
+
 def apply_plan(
-    remote: Remote, plan: dict[str, list[Operation]], *, rollback_s: float = 20.0, confirm: bool = True
+    remote: Remote,
+    plan: dict[str, list[Operation]],
+    *,
+    rollback_s: float = 20.0,
+    confirm: bool = True,
+    kind: str = "fix",
+    reverts: dict[str, str] | None = None,
+    say: Say | None = None,
+    on_applied: Callable[[list[NodeOutcome]], None] | None = None,
 ) -> list[NodeOutcome]:
-    """Apply each node's operations at once on all nodes; `confirm=False` exists to test the safety net."""
+    """Apply each node's operations at once on all nodes, each under its journal and rollback timer; confirm every
+    node once all have applied and answer over a new connection (`on_applied` hears them first: the record is
+    written before any confirmation), or none when one failed. `confirm=False` exists to test the safety net."""
     if not plan:
         return []
+    said: Say = say or (lambda _: None)
+    reverts = reverts or {}
+    _pause("before-apply")
     with ThreadPoolExecutor(max_workers=min(16, len(plan))) as pool:
-        futures = [pool.submit(_apply_on, remote, node, ops, rollback_s, confirm) for node, ops in plan.items()]
-        return [f.result() for f in futures]
+        futures = [
+            pool.submit(_apply_on, remote, node, ops, rollback_s, kind, reverts.get(node)) for node, ops in plan.items()
+        ]
+        outcomes = [f.result() for f in futures]
+    for outcome in outcomes:
+        changed = sum(1 for e in outcome.applied if e["ok"] and e["original"] != e["op"]["value"])
+        if outcome.error is None:
+            held = f", held by its rollback timer ({rollback_s:g} s)" if outcome.pending else ""
+            said(f"{outcome.node}: applied {changed} change(s){held}")
+    pending = [o for o in outcomes if o.token is not None]
+    failed = [o.node for o in outcomes if o.error]
+    if on_applied is not None:
+        try:
+            on_applied(outcomes)
+        except BaseException:
+            _abort_all(remote, pending, rollback_s, "not confirmed: the record could not be written")
+            raise
+    if not pending:
+        return outcomes
+    if not failed and confirm:
+        _pause("before-confirm")
+        failed = _lost(remote, pending)
+        if failed:
+            said(f"{', '.join(failed)} did not answer over a new connection after the change")
+    if failed:
+        why = f"not confirmed: {', '.join(failed)} failed, so no node keeps this fix; it restored the old values"
+        said(f"confirming no node: {', '.join(failed)} failed; the others restore their old values now")
+        _abort_all(remote, pending, rollback_s, why)
+        for outcome in pending:
+            if outcome.node in failed and not outcome.error:
+                outcome.why = "not reachable after the change: it restored the old values itself"
+    else:
+        with ThreadPoolExecutor(max_workers=min(16, len(pending))) as pool:
+            if confirm:
+                list(pool.map(lambda o: _confirm(remote, o, rollback_s, said), pending))
+            else:
+                list(pool.map(lambda o: _await(remote, o, rollback_s), pending))
+    for outcome in pending:
+        if outcome.rolled_back and not outcome.why:
+            outcome.why = "not confirmed: it restored the old values itself"
+    _pause("after-confirm")
+    return outcomes
 
 
-def write_record(path: Path, outcomes: list[NodeOutcome]) -> None:
-    """What was replaced, per node, so that `fix --revert` restores it exactly (written as soon as known). A fix
-    that replaced nothing (a second run: nothing to change) leaves the earlier record as it is, so that
-    `--revert` still undoes the fix that did change something."""
+def _lost(remote: Remote, pending: list[NodeOutcome]) -> list[str]:
+    """The nodes that, over a new connection, do not answer (or whose journal is no longer waiting to be
+    confirmed: its timer already restored)."""
+    fresh = fresh_connections(remote)
+
+    def answers(outcome: NodeOutcome) -> bool:
+        data, _ = _agent(fresh, fresh.cluster.node(outcome.node), "fix-journal", timeout_s=20)
+        return data is not None and (data.get("states") or {}).get(outcome.token) == APPLIED
+
+    with ThreadPoolExecutor(max_workers=min(16, len(pending))) as pool:
+        return [o.node for o, ok in zip(pending, pool.map(answers, pending), strict=True) if not ok]
+
+
+def _abort_all(remote: Remote, pending: list[NodeOutcome], rollback_s: float, why: str) -> None:
+    if pending:
+        with ThreadPoolExecutor(max_workers=min(16, len(pending))) as pool:
+            list(pool.map(lambda o: _abort(remote, o, rollback_s, why), pending))
+
+
+def write_record(path: Path, outcomes: list[NodeOutcome], *, confirmed: bool = True) -> None:
+    """What was replaced, per node, so that `fix --revert` restores it exactly, with each node's journal (written
+    once every node applied, before confirming, and again after). A fix that replaced nothing (a second run:
+    nothing to change) leaves the earlier record as it is, so that `--revert` still undoes the fix that did change
+    something; the earlier record is also kept inside the new one (one deep), for the nodes where the new fix did
+    not stay."""
     nodes = {
         o.node: [e for e in o.applied if e["ok"] and e["original"] != e["op"]["value"]]
         for o in outcomes
-        if not o.rolled_back
+        if not o.rolled_back and not o.error
     }
-    if not any(nodes.values()) and path.exists():
+    journals = {o.node: o.token for o in outcomes if o.token}
+    try:
+        earlier = _load(path) if path.exists() else None
+    except WirespeedError:
+        earlier = None  # not a record (any more): replaced, as before journals
+    if not any(nodes.values()):
+        if earlier is not None and earlier.get("state") == "unconfirmed" and confirmed:
+            _save(path, earlier.get("previous"))  # nothing of this fix stayed: the one before it is the last again
+        if path.exists():
+            return
+    if earlier is not None and earlier.get("state") == "unconfirmed":
+        earlier = earlier.get("previous")  # the same fix, written before confirming
+    data = {
+        "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "state": "done" if confirmed else "unconfirmed",
+        "nodes": nodes,
+        "journals": journals,
+        "previous": None if earlier is None else {**earlier, "previous": None},
+    }
+    _save(path, data)
+
+
+def _save(path: Path, data: dict[str, Any] | None) -> None:
+    if data is None:
+        path.unlink(missing_ok=True)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = {"written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "nodes": nodes}
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    with tmp.open("w") as handle:
+        handle.write(json.dumps(data, indent=2) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
     tmp.replace(path)
 
 
-def revert_plan(path: Path) -> dict[str, list[Operation]]:
+def _load(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
         raise WirespeedError(f"{path}: no fix to revert", hint="`wirespeed fix --yes` writes it") from None
     except (OSError, ValueError) as exc:
         raise WirespeedError(f"{path}: unreadable fix record: {exc}") from None
+    if not isinstance(data, dict):
+        raise WirespeedError(f"{path}: unreadable fix record: not a JSON object")
+    return data
+
+
+def _undo(where: str, node: str, entries: object) -> list[Operation]:
+    try:
+        assert isinstance(entries, list)
+        return [undo_of(operation_from_json(e["op"]).to_json(), e["original"]) for e in reversed(entries)]
+    except (AssertionError, KeyError, TypeError, ValueError) as exc:
+        raise WirespeedError(f"{where}: unreadable fix record for {node}: {exc}") from None
+
+
+def revert_plan(path: Path) -> dict[str, list[Operation]]:
+    """The record's undo per node, as it stands (without asking the nodes)."""
     plan: dict[str, list[Operation]] = {}
-    for node, entries in data.get("nodes", {}).items():
-        try:
-            ops = [undo_of(operation_from_json(e["op"]).to_json(), e["original"]) for e in reversed(entries)]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise WirespeedError(f"{path}: unreadable fix record for {node}: {exc}") from None
+    for node, entries in _load(path).get("nodes", {}).items():
+        ops = _undo(str(path), node, entries)
         if ops:
             plan[node] = ops
     return plan
+
+
+def _from_record(
+    record: dict[str, Any] | None, where: str, node: str, states: dict[str, str]
+) -> tuple[list[Operation], str, str | None] | str | None:
+    """A node's undo as the record (or the record it kept from before) gives it: (ops, source, its journal); a
+    string when the record covers the node but there is nothing to undo; None when the record does not cover it."""
+    if record is None:
+        return None
+    nodes, journals = record.get("nodes") or {}, record.get("journals") or {}
+    if node not in nodes and node not in journals:
+        return None
+    token = journals.get(node)
+    state = states.get(token) if token else None
+    if token and (state == ROLLEDBACK or node not in nodes):
+        earlier = _from_record(record.get("previous"), where, node, states)
+        if earlier is not None:
+            return earlier
+        return "its last fix was rolled back" if state == ROLLEDBACK else "its last fix did not stay there"
+    if state == REVERTED:
+        return "its last fix was reverted already"
+    ops = _undo(where, node, nodes.get(node, []))
+    return (ops, f"the record {where}", token) if ops else "its last fix changed nothing"
+
+
+def plan_revert(remote: Remote, record_path: Path, say: Say) -> FixPlan:
+    """Undo per node: from the controller's record where it covers the node (unless the node's journal says that
+    fix was rolled back or reverted), else from the node's own latest confirmed journal. Every node is asked,
+    after its pending rollback timers decided; a node that cannot be asked is said, and the record used for it."""
+    record = _load(record_path) if record_path.exists() else None
+    where = str(record_path)
+    nodes = list(remote.cluster.nodes)
+    for name in (record or {}).get("nodes") or {}:
+        remote.cluster.node(name)  # a record of another cluster: one line naming the node
+    with ThreadPoolExecutor(max_workers=min(16, len(nodes)) or 1) as pool:
+        answers = list(pool.map(lambda n: _agent(remote, n, "fix-journal", "--settle", timeout_s=700), nodes))
+    made = FixPlan({})
+    for node, (data, failure) in zip(nodes, answers, strict=True):
+        if data is None:
+            say(f"{node.name}: its fix journal could not be read: {failure}")
+        states = (data or {}).get("states") or {}
+        found = _from_record(record, where, node.name, states)
+        if isinstance(found, tuple):
+            made.operations[node.name], made.sources[node.name], token = found
+            if token and states.get(token) == CONFIRMED:
+                made.reverts[node.name] = token
+            continue
+        latest = (data or {}).get("latest")
+        if found is None and latest:
+            entries = [e for e in latest.get("applied") or [] if e.get("original") != (e.get("op") or {}).get("value")]
+            ops = _undo(f"{node.name}: journal {latest.get('token')}", node.name, entries)
+            if ops:
+                made.operations[node.name] = ops
+                made.sources[node.name] = f"its journal {latest['token']} (fix of {latest.get('created_utc')})"
+                made.reverts[node.name] = latest["token"]
+                continue
+        if found is None and data is not None and record is not None:
+            found = "no record of it, and no confirmed fix in its journal"
+        if isinstance(found, str):
+            made.notes[node.name] = [f"nothing to revert: {found}"]
+    if not made.operations and record is None:
+        raise WirespeedError(
+            f"{record_path}: no fix to revert",
+            hint="no record there, and no node keeps a journal of a confirmed fix (`wirespeed fix --yes` writes both)",
+        )
+    return made

@@ -1,0 +1,176 @@
+"""The node side of `fix`'s journal, on files under a private config root (never the host's /etc or /proc/sys):
+the old values are on disk before anything changes, a confirmed fix stays, an unconfirmed one and an apply killed
+half way are restored by the detached timer, and `--revert` picks the right journal or record."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wirespeed.core.errors import UsageError
+from wirespeed.core.fixplan import Operation
+from wirespeed.engine import fixjournal
+from wirespeed.engine.fix import NodeOutcome, _from_record, write_record
+
+TCP = "/etc/sysctl.d/90-wirespeed.conf"
+CX7 = "/etc/netplan/40-cx7.yaml"
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("WIRESPEED_CONFIG_ROOT", str(tmp_path))
+    (tmp_path / "etc" / "netplan").mkdir(parents=True)
+    (tmp_path / "etc" / "netplan" / "40-cx7.yaml").write_text("# the node's own\n")
+    return tmp_path
+
+
+def ops() -> list[Operation]:
+    return [Operation("file", TCP, "net.ipv4.tcp_rmem = 1 2 3\n", "sysctl.tcp"), Operation("file", CX7, "new\n", "x")]
+
+
+def until(what: Callable[[], bool], timeout_s: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not what():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def state(token: str) -> str | None:
+    journal = fixjournal.read(fixjournal.journal_path(token))
+    return None if journal is None else str(journal["state"])
+
+
+def original(root: Path) -> bool:
+    return (
+        not (root / "etc/sysctl.d/90-wirespeed.conf").exists()
+        and (root / "etc/netplan/40-cx7.yaml").read_text() == "# the node's own\n"
+    )
+
+
+def test_a_confirmed_fix_stays_and_its_journal_says_so(root: Path) -> None:
+    answer = fixjournal.apply_journaled("n1-a", ops(), 0.5)
+    journal = fixjournal.read(Path(answer["journal"]))
+    assert journal is not None and journal["state"] == "applied"
+    assert {e["op"]["target"]: e["original"] for e in journal["entries"]} == {TCP: None, CX7: "# the node's own\n"}
+    directory = root / "var/lib/wirespeed/fix-journal"
+    assert directory.stat().st_mode & 0o777 == 0o700 and Path(answer["journal"]).stat().st_mode & 0o777 == 0o600
+    fixjournal.confirm("n1-a")
+    fixjournal.confirm("n1-a")  # a retried confirmation is fine
+    until(lambda: not Path(f"/proc/{answer['timer']}").exists() or b"rollback-timer" not in _cmdline(answer["timer"]))
+    assert state("n1-a") == "confirmed" and (root / "etc/netplan/40-cx7.yaml").read_text() == "new\n"
+    assert fixjournal.query()["latest"]["token"] == "n1-a"
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def test_an_unconfirmed_fix_is_restored_by_its_timer_and_a_late_confirm_is_refused(root: Path) -> None:
+    fixjournal.apply_journaled("n1-b", ops(), 0.5)
+    assert not original(root)
+    until(lambda: state("n1-b") == "rolledback")
+    assert original(root)
+    with pytest.raises(fixjournal.TooLate):
+        fixjournal.confirm("n1-b")
+    assert fixjournal.query()["latest"] is None  # a rolled-back fix changed nothing: nothing to revert
+
+
+def test_an_apply_killed_half_way_is_restored_at_once(root: Path) -> None:
+    argv = [sys.executable, "-m", "wirespeed", "agent", "apply", "--token", "n1-c", "--rollback-after", "60"]
+    argv += ["--pause-after", "1", "--ops", json.dumps([op.to_json() for op in ops()])]
+    agent = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
+    try:
+        until(lambda: (fixjournal.read(fixjournal.journal_path("n1-c")) or {}).get("paused") is True)
+        assert (root / "etc/sysctl.d/90-wirespeed.conf").exists()  # half applied: the first file only
+    finally:
+        agent.send_signal(signal.SIGKILL)
+        agent.wait()
+    until(lambda: state("n1-c") == "rolledback")  # no waiting for the 60 s: no confirmation can come
+    assert original(root)
+
+
+def test_an_orphaned_journal_is_restored_by_the_next_query(root: Path) -> None:
+    answer = fixjournal.apply_journaled("n1-d", ops(), 30)
+    os.kill(answer["timer"], signal.SIGKILL)  # as a reboot would
+    until(lambda: b"rollback-timer" not in _cmdline(answer["timer"]))
+    assert fixjournal.query()["states"] == {"n1-d": "rolledback"} and original(root)
+
+
+def test_nothing_to_change_writes_no_journal(root: Path) -> None:
+    answer = fixjournal.apply_journaled("n1-e", [Operation("file", CX7, "# the node's own\n", "x")], 0.5)
+    assert answer["token"] is None and answer["timer"] is None and fixjournal.query()["states"] == {}
+
+
+def test_a_confirmed_revert_marks_the_fix_it_undid(root: Path) -> None:
+    fix = fixjournal.apply_journaled("n1-f", ops(), 5)
+    fixjournal.confirm("n1-f")
+    undo = [Operation("unlink", TCP, "", "revert"), Operation("file", CX7, "# the node's own\n", "revert")]
+    fixjournal.apply_journaled("n1-g", undo, 5, kind="revert", reverts="n1-f")
+    fixjournal.confirm("n1-g")
+    assert original(root) and fixjournal.query()["states"] == {"n1-f": "reverted", "n1-g": "confirmed"}
+    assert fixjournal.query()["latest"] is None  # the last thing done there was a revert
+    assert fix["applied"][0]["original"] is None
+
+
+@pytest.mark.parametrize("token", ["../etc/passwd", "-x", "a b", "", "a" * 200, "a\n"])
+def test_bad_tokens_are_refused_in_one_line(token: str) -> None:
+    with pytest.raises(UsageError, match="not a fix token"):
+        fixjournal.check_token(token)
+
+
+def journal(token: str, kind: str, state: str) -> dict[str, Any]:
+    return {"token": token, "kind": kind, "state": state}
+
+
+def test_the_latest_effective_journal_skips_rolled_back_ones() -> None:
+    confirmed = journal("a", "fix", "confirmed")
+    assert fixjournal.latest_effective([confirmed, journal("b", "fix", "rolledback")]) == confirmed
+    assert fixjournal.latest_effective([confirmed, journal("b", "revert", "confirmed")]) is None
+    assert fixjournal.latest_effective([journal("a", "fix", "reverted")]) is None
+    assert fixjournal.latest_effective([]) is None
+
+
+OP = {"kind": "sysctl", "target": "net.ipv4.tcp_rmem", "value": "4096 131072 134217728", "reason": "sysctl.tcp"}
+ENTRY = {"op": OP, "original": "4096 131072 6291456", "ok": True, "error": None}
+
+
+def test_a_record_written_before_confirming_keeps_the_one_before(tmp_path: Path) -> None:
+    record = tmp_path / "fix.json"
+    write_record(record, [NodeOutcome("s1", applied=[ENTRY], token="s1-old")])
+    first = json.loads(record.read_text())
+    applied = [NodeOutcome("s1", applied=[ENTRY], token="s1-new"), NodeOutcome("s2", applied=[ENTRY], token="s2-new")]
+    write_record(record, applied, confirmed=False)
+    pending = json.loads(record.read_text())
+    assert pending["state"] == "unconfirmed" and pending["previous"]["journals"] == {"s1": "s1-old"}
+    # s1's new fix was rolled back (controller killed): --revert undoes the old one there, s2's new one
+    states = {"s1-old": "confirmed", "s1-new": "rolledback", "s2-new": "confirmed"}
+    s1 = _from_record(pending, "R", "s1", states)
+    assert isinstance(s1, tuple) and s1[2] == "s1-old" and s1[0][0].value == "4096 131072 6291456"
+    s2 = _from_record(pending, "R", "s2", states)
+    assert isinstance(s2, tuple) and s2[2] == "s2-new"
+    assert _from_record(pending, "R", "s3", states) is None  # not covered: its own journal decides
+    # nothing of the new fix stayed: the earlier record is the record again
+    for outcome in applied:
+        outcome.rolled_back = True
+    write_record(record, applied)
+    assert json.loads(record.read_text()) == first
+
+
+def test_a_reverted_or_rolled_back_fix_in_the_record_is_not_undone_again(tmp_path: Path) -> None:
+    record = {"nodes": {"s1": [ENTRY]}, "journals": {"s1": "s1-a", "s2": "s2-a"}, "previous": None}
+    assert _from_record(record, "R", "s1", {"s1-a": "reverted"}) == "its last fix was reverted already"
+    assert "rolled back" in str(_from_record(record, "R", "s2", {"s2-a": "rolledback"}))
+    old = _from_record({"nodes": {"s1": [ENTRY]}}, "R", "s1", {})  # a record from before journals
+    assert isinstance(old, tuple) and old[2] is None
