@@ -57,7 +57,7 @@ rm -f "$beat"
 exit "$rc"
 """
 HEARTBEAT_S = 2.0  # how often the controller tells every watched command it is still there
-SILENCE_S = 20  # a watched command that has not heard from its controller for this long stops by itself
+SILENCE_S = 15  # a watched command that has not heard from its controller for this long stops by itself
 
 
 def watchdog_argv(argv: Sequence[str], silence_s: int = SILENCE_S) -> list[str]:
