@@ -5,6 +5,7 @@ output from a Spark pair, and the engine driven through a fake execution layer (
 from __future__ import annotations
 
 import json
+import shlex
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -598,3 +599,16 @@ def test_the_live_board_hears_the_rung_start_and_end_with_its_figure(sparks: Dis
     [bw, lat] = frame.steps
     assert (bw.name, bw.state) == ("rdma-bw", "ran") and lat.state == "waiting"
     assert bw.figure == f"{result.forward_gbps:.2f} Gb/s ({result.ceiling.name})"  # type: ignore[union-attr]
+
+
+def test_what_ran_where_is_kept_beside_the_output(sparks: Discovery, tmp_path: Path) -> None:
+    """Each pair's server and client argv, per node, so the same tool can be run by hand with the same arguments."""
+    remote = FakeRemote(lambda argv, attempt: (0, CLIENT2.read_text(), ""))
+    run_dir = RunDirectory(tmp_path)
+    run_rung(RdmaBwRung(), context(remote, sparks, run_dir))
+    lines = (run_dir.path / "rdma-bw" / "commands.txt").read_text().splitlines()
+    assert len(lines) == 2 * len(pairs(sparks))
+    server = remote.servers[0]
+    assert lines[0] == f"server on {server.node}: {shlex.join(server.argv)}"
+    client_node, client_argv = remote.clients[0]
+    assert f"client on {client_node}: {shlex.join(client_argv)}" in lines

@@ -6,10 +6,12 @@ included. Each side's raw output is written into the run directory, byte for byt
 
 from __future__ import annotations
 
+import shlex
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from wirespeed.core.outcome import CommandResult
 from wirespeed.engine.remote import Remote, RemoteProcess
@@ -59,6 +61,23 @@ def _write(run_dir: RunDirectory, name: str | None, result: CommandResult | None
         run_dir.write_text(f"{name.removesuffix('.out')}.err", result.stderr)
 
 
+def _record_commands(run_dir: RunDirectory, commands: Sequence[PairCommand]) -> None:
+    """What ran where, beside the tools' output (`<folder>/commands.txt`, appended: a rung that runs its pairs in
+    turn keeps them all), so the same tool can be run by hand with the same arguments."""
+    folders: dict[str, list[str]] = {}
+    for command in commands:
+        if command.client_file is None:
+            continue
+        folder = str(PurePosixPath(command.client_file).parent)
+        folders.setdefault(folder, []).append(
+            f"server on {command.server_node}: {shlex.join(command.server_argv)}\n"
+            f"client on {command.client_node}: {shlex.join(command.client_argv)}\n"
+        )
+    for folder, lines in folders.items():
+        with run_dir.open_text(f"{folder}/commands.txt") as out:
+            out.writelines(lines)
+
+
 def run_pairs(
     remote: Remote,
     commands: Sequence[PairCommand],
@@ -73,6 +92,7 @@ def run_pairs(
     hears each pair as its client finishes, so a rung cut short keeps the pairs that had finished. A tool whose
     server never ends by itself passes `server_exit_wait_s=0`."""
     runs = [PairRun(c) for c in commands]
+    _record_commands(run_dir, commands)
     servers: list[RemoteProcess] = []
     quit_retrying = threading.Event()
 
