@@ -94,3 +94,20 @@ def running_testbed(prefix: str, **kwargs: object) -> Iterator[tuple[TestbedStat
     finally:
         build.down(prefix)
         assert leftovers(prefix) == []
+
+
+def processes_in(netns: str, pattern: str) -> list[str]:
+    """The command lines of the processes in namespace `netns` (an emulated node) that match `pattern`: what a
+    test left running on a node of its own testbed, whatever else runs on the machine."""
+    import re
+
+    found = []
+    pids = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True, check=False).stdout
+    for pid in pids.split():
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if re.search(pattern, argv):
+            found.append(argv)
+    return found

@@ -5,7 +5,6 @@ line that the connection to that node was lost, not that a tool failed."""
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import time
@@ -16,7 +15,7 @@ import pytest
 
 from wirespeed.engine.remote import Remote
 
-from .helpers import running_testbed
+from .helpers import processes_in, running_testbed
 
 pytestmark = pytest.mark.root
 PREFIX = "wll-"
@@ -29,19 +28,6 @@ def bed() -> Iterator[Remote]:
         yield remote
 
 
-def running_in(netns: str, pattern: str) -> list[str]:
-    found = []
-    pids = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True, check=False).stdout
-    for pid in pids.split():
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if re.search(pattern, argv):
-            found.append(argv)
-    return found
-
-
 def test_a_lost_management_link_strands_nothing_and_reads_as_one_line(bed: Remote, tmp_path: Path) -> None:
     node2 = f"{PREFIX}2"
     argv = [sys.executable, "-m", "wirespeed", "bench", "tcp-single", "--cluster", bed.cluster.source, "--runs",
@@ -49,14 +35,14 @@ def test_a_lost_management_link_strands_nothing_and_reads_as_one_line(bed: Remot
     bench = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
-        while not (running_in(node2, r"iperf3 -s") and running_in(node2, r"agent sample")):
+        while not (processes_in(node2, r"iperf3 -s") and processes_in(node2, r"agent sample")):
             assert bench.poll() is None and time.monotonic() < deadline, bench.communicate()
             time.sleep(0.2)
         subprocess.run(["ip", "-n", node2, "link", "set", MGMT, "down"], check=True)  # the cable pulled
         cut = time.monotonic()
         try:
-            while running_in(node2, r"iperf3|agent sample|wirespeed-watchdog"):
-                assert time.monotonic() - cut < 60, running_in(node2, r"iperf3|agent sample|wirespeed-watchdog")
+            while processes_in(node2, r"iperf3|agent sample|wirespeed-watchdog"):
+                assert time.monotonic() - cut < 60, processes_in(node2, r"iperf3|agent sample|wirespeed-watchdog")
                 time.sleep(0.5)
             gone_after = time.monotonic() - cut
         finally:

@@ -18,7 +18,7 @@ import pytest
 
 from wirespeed.engine.remote import Remote
 
-from .helpers import running_testbed
+from .helpers import processes_in, running_testbed
 
 pytestmark = [pytest.mark.root, pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
 PREFIX = "wlv-"
@@ -100,17 +100,9 @@ def cluster_now(screen: str) -> tuple[float, float, float]:
 
 def tools_running() -> list[str]:
     """The tools and samplers still running in this testbed's nodes (other work on the machine is not ours)."""
-    found = []
-    for netns in (f"{PREFIX}1", f"{PREFIX}2"):
-        pids = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True, check=False).stdout
-        for pid in pids.split():
-            try:
-                argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if re.search(r"iperf3|sockperf|agent sample", argv):
-                found.append(f"{netns}: {argv}")
-    return found
+    return [
+        f"{n}: {argv}" for n in (f"{PREFIX}1", f"{PREFIX}2") for argv in processes_in(n, "iperf3|sockperf|agent sample")
+    ]
 
 
 def test_bench_tcp_live_at_80x24_then_120x40(bed: Remote, tmp_path: Path) -> None:

@@ -13,13 +13,14 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_cli import Run, no_real_testbed  # noqa: F401 (an autouse fixture)
+from test_cli import assert_one_line_error as one_line
+from test_cli import cli as run_cli
 
-from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment, Output
 from wirespeed.core import figures, importer
 from wirespeed.core.errors import InventoryError
@@ -34,31 +35,11 @@ NCCL_JSON = REAL / "nccl_tests_device" / "sendrecv_1node_2gpu_h200_socket_lo_v2.
 SOCKPERF = REAL / "sockperf" / "pingpong_tcp_1024B_half1_v3.7_testbed.txt"
 
 
-@dataclass
-class Run:
-    status: int
-    stdout: str
-    stderr: str
-
-
 def cli(*argv: str) -> Run:
-    env = Environment(stdout=io.StringIO(), stderr=io.StringIO(), width=200)
-    status = main(list(argv), env)
-    assert isinstance(env.stdout, io.StringIO) and isinstance(env.stderr, io.StringIO)
-    run = Run(status, env.stdout.getvalue(), env.stderr.getvalue())
+    """test_cli's runner, and never a traceback whatever the input."""
+    run = run_cli(*argv)
     assert "Traceback" not in run.stdout + run.stderr
     return run
-
-
-def one_line(run: Run) -> str:
-    lines = run.stderr.splitlines()
-    assert len(lines) == 1, run.stderr
-    return lines[0]
-
-
-@pytest.fixture(autouse=True)
-def no_real_testbed(testbed_dir: Path) -> Path:
-    return testbed_dir
 
 
 @pytest.fixture

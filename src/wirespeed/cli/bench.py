@@ -3,9 +3,11 @@ the engine run, and the run's own records rendered (what is printed is what the 
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,6 +19,10 @@ from wirespeed.core.results import RungStatus
 from wirespeed.core.run import Run, RunStatus, takeaway
 from wirespeed.engine import rungs
 from wirespeed.ui import render
+
+if TYPE_CHECKING:
+    from wirespeed.engine.live import LiveBoard
+    from wirespeed.ui.screen import LiveScreen, PlainLines
 
 MATRIX = "matrix"
 
@@ -65,6 +71,22 @@ def live_flags(func: Any) -> Any:
     for option in reversed(live_options):
         func = option(func)
     return func
+
+
+@contextlib.contextmanager
+def live_view(out: Output, board: LiveBoard, live: bool) -> Iterator[LiveScreen | PlainLines]:
+    """The board shown while the block runs: the full screen on a terminal when `live`, else plain lines. What was
+    said while the screen was up is printed after it, in order, however the block ends."""
+    from wirespeed.ui.screen import LiveScreen, show
+
+    display = show(out.console, board, out.message, live)
+    try:
+        with display:
+            yield display
+    finally:
+        if isinstance(display, LiveScreen):
+            for line in display.said:
+                out.message(line)
 
 
 def shared_options(
@@ -184,7 +206,6 @@ def _bench(
     from wirespeed.engine import bench, discover
     from wirespeed.engine.live import LiveBoard
     from wirespeed.engine.runs import load_run
-    from wirespeed.ui.screen import LiveScreen, show
 
     found = discover.discover_live(remote, probe=what != "nccl")
     for reason in found.errors.values():
@@ -194,7 +215,7 @@ def _bench(
 
     board = LiveBoard(f"bench {what}", options.interval_s, steps=bench.planned(what, options))
     board.show_halves(halves)
-    with signals_interrupt(), show(out.console, board, out.message, live=not (no_live or json_mode)) as display:
+    with signals_interrupt(), live_view(out, board, live=not (no_live or json_mode)) as display:
 
         def said(text: str) -> None:
             display.say(f"wirespeed: {text}")
@@ -205,9 +226,6 @@ def _bench(
             said(f"matrix {layer} round {number}/{total}: {shown}")
 
         bench.bench(remote, found, what, options, run_dir, say=said, on_round=on_round, board=board)
-    if isinstance(display, LiveScreen):
-        for line in display.said:  # what the run said while the screen was up, in order
-            out.message(line)
     run = load_run(run_dir.path)  # what is shown is what the run directory holds
     if json_mode:
         out.data({

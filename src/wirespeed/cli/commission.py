@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from wirespeed.cli.bench import bench_flags, live_flags, shared_options, wait_option
+from wirespeed.cli.bench import bench_flags, live_flags, live_view, shared_options, wait_option
 from wirespeed.cli.common import (
     Ctx,
     FiniteRange,
@@ -105,7 +105,6 @@ def commission_cmd(
     from wirespeed.engine.report import load_report
     from wirespeed.engine.runs import load_run
     from wirespeed.ui import report as view
-    from wirespeed.ui.screen import LiveScreen, show
 
     out = ctx.output(json_mode)
     options = engine.CommissionOptions(shared_options(**flags), what, not no_fix, rollback_after)
@@ -125,11 +124,8 @@ def commission_cmd(
             """Each bench phase shown live, as `bench` shows it; what it said printed after the screen is gone."""
             board = LiveBoard(f"commission · {title}", options.bench.interval_s, steps=names)
             board.show_halves(halves)
-            with show(out.console, board, out.message, live=not (no_live or json_mode)) as display:
+            with live_view(out, board, live=not (no_live or json_mode)) as display:
                 yield board, lambda text: display.say(f"wirespeed: {text}")
-            if isinstance(display, LiveScreen):
-                for line in display.said:
-                    out.message(line)
 
         with signals_interrupt():
             done = engine.commission(remote, options, run_dir, say=said, confirm=_ask(out, yes), live=live)

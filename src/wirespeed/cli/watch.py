@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from wirespeed.cli.bench import live_flags
+from wirespeed.cli.bench import live_flags, live_view
 from wirespeed.cli.common import CONTEXT, Ctx, FiniteRange, cluster_options, json_option, pass_ctx, resolve_remote
 from wirespeed.core.errors import ExitStatus, UsageError
 
@@ -60,7 +60,6 @@ def watch_cmd(
     from wirespeed.engine.live import LiveBoard
     from wirespeed.engine.watch import open_record, watch
     from wirespeed.ui.dashboard import final_lines
-    from wirespeed.ui.screen import LiveScreen, show
 
     out = ctx.output(json_mode)
     if command and not run_flag:
@@ -77,14 +76,12 @@ def watch_cmd(
     board.show_halves(halves)
     with contextlib.ExitStack() as stack:
         sink = stack.enter_context(open_record(record)) if record else None
-        display = None if json_mode else stack.enter_context(show(out.console, board, out.message, not no_live))
+        if not json_mode:
+            stack.enter_context(live_view(out, board, not no_live))
         result = watch(
             remote, layouts, board, interval=interval, duration_s=duration_s,
             intervals=1 if once else None, record=sink, run_argv=command or None,
         )  # fmt: skip
-    if isinstance(display, LiveScreen):
-        for line in display.said:
-            out.message(line)
     for node, reason in sorted(result.ended.items()):
         out.message(f"wirespeed: {node}: {reason}")
     if json_mode:

@@ -310,8 +310,10 @@ def run_timer(token: str) -> bool:
         time.sleep(0.1)
 
 
-def confirm(token: str) -> dict[str, Any]:
-    """The controller still reaches this node: keep the changes (and mark the journal a revert undid)."""
+@contextlib.contextmanager
+def _held(token: str) -> Iterator[tuple[Path, Path, dict[str, Any]]]:
+    """The journal of `token` (its directory, its path, its content), read under the node's lock, which the block
+    keeps; one line when there is no such journal."""
     directory = journal_dir(create=False)
     path = journal_path(token, directory)
     if not directory.is_dir():
@@ -320,6 +322,12 @@ def confirm(token: str) -> dict[str, Any]:
         journal = read(path)
         if journal is None:
             raise WirespeedError(f"{path}: no such fix journal")
+        yield directory, path, journal
+
+
+def confirm(token: str) -> dict[str, Any]:
+    """The controller still reaches this node: keep the changes (and mark the journal a revert undid)."""
+    with _held(token) as (directory, path, journal):
         state = journal["state"]
         if state in (ROLLINGBACK, ROLLEDBACK) or (state == APPLYING and not _timer_alive(journal)):
             if state != ROLLEDBACK:
@@ -341,14 +349,7 @@ def confirm(token: str) -> dict[str, Any]:
 
 def rollback(token: str) -> dict[str, Any]:
     """Restore now (the controller gives up: another node failed); a confirmed journal is left alone."""
-    directory = journal_dir(create=False)
-    path = journal_path(token, directory)
-    if not directory.is_dir():
-        raise WirespeedError(f"{path}: no such fix journal")
-    with locked(directory):
-        journal = read(path)
-        if journal is None:
-            raise WirespeedError(f"{path}: no such fix journal")
+    with _held(token) as (_, path, journal):
         if journal["state"] in (CONFIRMED, REVERTED):
             raise WirespeedError(f"{path}: already confirmed: `wirespeed fix --revert` undoes it")
         if journal["state"] in UNRESOLVED:
