@@ -17,7 +17,7 @@ import pytest
 
 from wirespeed.engine.remote import Remote
 
-from .helpers import iperf3_gbps, running_testbed
+from .helpers import iperf3_gbps, processes_in, running_testbed
 
 pytestmark = pytest.mark.root
 PREFIX = "wob-"
@@ -110,7 +110,8 @@ def test_a_foreign_flow_on_the_half_is_named_contention(bed: Remote, tmp_path: P
     )
     thread.start()
     try:
-        time.sleep(2.0)  # the foreign flow is up before the bench starts (it lasts well past the bench's end)
+        # The foreign flow is up before the bench starts (it lasts well past the bench's end).
+        wait_for(lambda: bool(processes_in(f"{PREFIX}1", r"iperf3 -c .* -p 5399")) or not thread.is_alive())
         result = subprocess.run(bench(bed, tmp_path, "--seconds", "5", "--json"), capture_output=True, text=True,
                                 timeout=120, check=False)  # fmt: skip
     finally:
