@@ -15,7 +15,7 @@ def root_skip_reason() -> str | None:
     if os.geteuid() != 0:
         return "needs root: the emulated cluster uses network namespaces, veth, tc and sshd (CI runs as root)"
     missing = [tool for tool in ROOT_TOOLS if shutil.which(tool) is None]
-    if not any(os.path.exists(p) for p in ("/usr/sbin/sshd", "/usr/bin/sshd")):
+    if not any(os.path.exists(p) for p in ("/usr/sbin/sshd", "/usr/bin/sshd")) and shutil.which("sshd") is None:
         missing.append("sshd")
     if missing:
         return f"needs {', '.join(missing)}: run `make install`"
@@ -37,10 +37,24 @@ def gpu_skip_reason() -> str | None:
     return None
 
 
+def gpu_nodes_skip_reason() -> str | None:
+    """Emulated nodes that each run one rank on this machine's GPU: a GPU, mpirun, and nccl-tests built with MPI
+    where every node's discovery looks (NCCL_TESTS_DIR is not passed over ssh): scripts/device/prepare does it."""
+    if shutil.which("nvidia-smi") is None:
+        return "needs an NVIDIA GPU: nvidia-smi not found (the GPU machine, after scripts/device/prepare)"
+    if shutil.which("mpirun") is None:
+        return "needs mpirun (OpenMPI)"
+    if not os.access("/opt/nccl-tests/build/sendrecv_perf", os.X_OK):
+        return "needs nccl-tests in /opt/nccl-tests/build: run scripts/device/prepare (docs/device.md)"
+    return None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     reasons = {"root": root_skip_reason()}
     if any("gpu" in item.keywords for item in items):
         reasons["gpu"] = gpu_skip_reason()
+    if any("gpu_nodes" in item.keywords for item in items):
+        reasons["gpu_nodes"] = gpu_nodes_skip_reason()
     for item in items:
         for marker, reason in reasons.items():
             if reason is not None and marker in item.keywords:

@@ -270,3 +270,73 @@ def test_the_hostfile_names_each_node_with_its_gpus(sparks: Discovery) -> None:
     assert mpirun_argv(plan, NcclOptions(), None)[mpirun_argv(plan, NcclOptions(), None).index("-H") + 1] == ",".join(
         f"{h}:{n}" for h, n in plan.hosts
     )
+
+
+HALVES = ("enp1s0f0np0", "enP2p1s0f0np0", "enp1s0f1np1", "enP2p1s0f1np1")
+
+
+def _socket_rung(busbw: float, per_half: dict[str, float], interfaces: tuple[str, ...] = HALVES) -> RungResult:
+    """A socket rung across two nodes whose halves carried `per_half` Gb/s each way (averages over the rung)."""
+    rung = _rung("NET/Socket", busbw, socket_interfaces=interfaces)
+    tx = {(node, half): rate for node in ("gw-1", "gw-2") for half, rate in per_half.items()}
+    steady = sum(per_half.values()) * 1.25  # the rung's average holds the launch; its steady part is higher
+    wire = WireFigures(tx_gbps=tx, rx_gbps=dict(tx), steady_tx_gbps={"gw-1": steady, "gw-2": steady},
+                       steady_intervals={"gw-1": 22, "gw-2": 21}, interval_s=0.5)  # fmt: skip
+    return replace(rung, wire=wire)
+
+
+def test_socket_ceiling_holds_busbw_against_what_each_node_sent_at_the_wire() -> None:
+    rung = _socket_rung(0.99, dict.fromkeys(HALVES, 1.6))  # steady 8.0 Gb/s per node; busbw x 8 = 7.92
+    ceiling = diagnose_collective(rung, [], list(HALVES), 40.0)
+    assert ceiling.name == "fallback"
+    sent = [line for line in ceiling.evidence if " sent " in line]
+    assert sent == [
+        "gw-1 sent 8.00 Gb/s at the wire while NCCL ran (fabric halves added, median of 22 intervals of 0.5 s at "
+        "half its peak or more): 101% of busbw x 8",
+        "gw-2 sent 8.00 Gb/s at the wire while NCCL ran (fabric halves added, median of 21 intervals of 0.5 s at "
+        "half its peak or more): 101% of busbw x 8",
+    ]
+    assert not any("idle" in line for line in ceiling.evidence)
+
+
+def test_socket_ceiling_names_the_half_left_out_of_nccl_socket_ifname() -> None:
+    used = HALVES[:3]
+    rung = _socket_rung(0.74, {**dict.fromkeys(used, 1.6), HALVES[3]: 0.001}, interfaces=used)
+    ceiling = diagnose_collective(rung, [], list(HALVES), 40.0)
+    idle = [line for line in ceiling.evidence if "idle" in line]
+    assert len(idle) == 2  # one per node
+    assert idle[0].startswith("gw-1 enP2p1s0f1np1 sat idle: 0.00 Gb/s (TX+RX, average over the rung) while ")
+    assert "it is not among NCCL's socket interfaces (enp1s0f0np0, enP2p1s0f0np0, enp1s0f1np1)" in idle[0]
+    listed = _socket_rung(0.74, {**dict.fromkeys(used, 1.6), HALVES[3]: 0.0})
+    assert "NCCL listed it but sent nothing over it" in diagnose_collective(listed, [], list(HALVES), 40.0).evidence[-1]
+
+
+def test_socket_ceiling_says_the_fabric_carried_nothing_when_nccl_took_the_management_interface() -> None:
+    rung = _socket_rung(2.1, dict.fromkeys(HALVES, 0.002), interfaces=("enP7s7",))
+    ceiling = diagnose_collective(rung, [], list(HALVES), 40.0)
+    assert ceiling.name == "fallback"
+    assert "enP7s7 is not a fabric interface" in ceiling.evidence[2]
+    assert ceiling.evidence[3] == (
+        "the fabric halves carried no traffic while NCCL ran (8 halves sampled): the traffic went over enP7s7"
+    )
+    assert not any(" sent " in line for line in ceiling.evidence)
+
+
+def test_steady_rate_is_the_median_of_the_intervals_at_half_the_peak_or_more() -> None:
+    from wirespeed.core.meter import steady_rate
+
+    launch, sweep = [0.0, 0.0, 0.3], [3.9, 7.9, 8.0, 8.1, 7.8, 0.2, 8.0]
+    assert steady_rate(launch + sweep) == (8.0, 5)  # 3.9 and below: the launch and the gaps between sizes
+    assert steady_rate([6.0, 8.0, 7.0, 1.0]) == (7.0, 3) and steady_rate([6.0, 8.0]) == (7.0, 2)
+    assert steady_rate([0.0, 0.0]) is None and steady_rate([]) is None
+    assert steady_rate([5.0]) == (5.0, 1)
+
+
+def test_wire_figures_keep_the_steady_rate_through_json() -> None:
+    wire = _socket_rung(1.0, dict.fromkeys(HALVES, 1.6)).wire
+    from wirespeed.core.decode import Fields
+
+    again = WireFigures.from_json(Fields(json.loads(json.dumps(wire.to_json())), "wire"))
+    assert again.steady_tx_gbps == wire.steady_tx_gbps and again.steady_intervals == {"gw-1": 22, "gw-2": 21}
+    assert again.interval_s == 0.5
+    assert WireFigures.from_json(Fields({"source": "phy"}, "old")).steady_tx_gbps == {}  # records before it

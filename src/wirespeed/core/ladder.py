@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from wirespeed.core.cabling import CablingMap
 from wirespeed.core.facts import PCIE_PAYLOAD_EFFICIENCY, NodeFacts
-from wirespeed.core.results import BITS_PER_BYTE, Ceiling, Direction, Flow, NotRunnable, RungResult
+from wirespeed.core.results import BITS_PER_BYTE, Ceiling, Direction, Flow, NotRunnable, RungResult, WireFigures
 
 WIRE_FRACTION = 0.90  # at or above this share of the line rate, the wire is the ceiling
 CPU_SATURATED = 90.0  # a core this busy limits a TCP flow
@@ -20,6 +20,8 @@ DEGRADED_FRACTION = 0.5  # a flow this far below the others (or its line rate) m
 # The wire carried this much more than the test sent on a half (headers add about 1%, start-up and the tool's
 # omitted first second a few more): another flow shares the link, and the test's figure is not the link's.
 CONTENTION_FRACTION = 1.15
+IDLE_HALF_SHARE = 0.05  # a half that carried under this share of its node's busiest half was left idle
+IDLE_FABRIC_GBPS = 0.05  # the fabric of a node that carried less than this (TX+RX) saw none of the traffic
 CONTENTION_MIN_GBPS = 0.05  # and by at least this much, so that an idle half's noise never reads as a flow
 
 
@@ -184,6 +186,48 @@ def diagnose(
     return Ceiling("unknown", ("below line rate with no saturated core and no errors",))
 
 
+def socket_wire_evidence(
+    wire: WireFigures, per_direction_gbps: float, socket_interfaces: Sequence[str], off_fabric: Sequence[str]
+) -> list[str]:
+    """What the fabric halves carried while NCCL's socket transport ran: each node's steady rate against busbw x 8
+    (one rank per node sends its busbw: sendrecv, ring all_reduce and all_gather alike), the halves it left idle,
+    and a fabric that carried nothing when the traffic took another interface."""
+    lines: list[str] = []
+    interval = f" of {wire.interval_s:g} s" if wire.interval_s else ""
+    halves: dict[str, dict[str, float]] = {}
+    for (node, iface), tx in wire.tx_gbps.items():
+        halves.setdefault(node, {})[iface] = tx + wire.rx_gbps.get((node, iface), 0.0)
+    moved = {node: max(by_half.values(), default=0.0) >= IDLE_FABRIC_GBPS for node, by_half in halves.items()}
+    if halves and not any(moved.values()):
+        went = f": the traffic went over {', '.join(off_fabric)}" if off_fabric else ""
+        return [f"the fabric halves carried no traffic while NCCL ran ({len(wire.tx_gbps)} halves sampled){went}"]
+    for node, steady in sorted(wire.steady_tx_gbps.items()):
+        if not moved.get(node, True):
+            continue
+        count = wire.steady_intervals.get(node, 0)
+        share = f": {100 * steady / per_direction_gbps:.0f}% of busbw x 8" if per_direction_gbps > 0 else ""
+        lines.append(
+            f"{node} sent {steady:.2f} Gb/s at the wire while NCCL ran (fabric halves added, median of {count} "
+            f"intervals{interval} at half its peak or more){share}"
+        )
+    for node, by_half in sorted(halves.items()):
+        busiest = max(by_half, key=lambda iface: by_half[iface])
+        if by_half[busiest] < IDLE_FABRIC_GBPS:
+            continue
+        for iface in sorted(i for i, v in by_half.items() if v < IDLE_HALF_SHARE * by_half[busiest]):
+            why = (
+                "NCCL listed it but sent nothing over it"
+                if iface in socket_interfaces
+                else f"it is not among NCCL's socket interfaces ({', '.join(socket_interfaces) or 'none named'}): "
+                "NCCL_SOCKET_IFNAME"
+            )
+            lines.append(
+                f"{node} {iface} sat idle: {by_half[iface]:.2f} Gb/s (TX+RX, average over the rung) while "
+                f"{busiest} carried {by_half[busiest]:.2f} Gb/s; {why}"
+            )
+    return lines
+
+
 def diagnose_collective(
     result: RungResult,
     rdma_devices: Sequence[str],
@@ -215,6 +259,7 @@ def diagnose_collective(
         if off_fabric:
             fabric = ", ".join(fabric_interfaces) or "none discovered"
             evidence.append(f"{', '.join(off_fabric)} is not a fabric interface (fabric: {fabric}): NCCL_SOCKET_IFNAME")
+        evidence += socket_wire_evidence(result.wire, per_direction, c.socket_interfaces, off_fabric)
         cores = ", ".join(f"{n} core {cpu} at {b:.0f}%" for n, (cpu, b) in sorted(result.wire.busiest_core.items()))
         if cores:
             evidence.append(f"busiest core: {cores}")

@@ -110,6 +110,22 @@ class Peak:
         )
 
 
+STEADY_SHARE = 0.5  # an interval counts as "while the traffic ran" at half the peak interval or more
+
+
+def steady_rate(series: Sequence[float]) -> tuple[float, int] | None:
+    """What a node's wire carried while the traffic ran: the median of the intervals that reached at least half
+    the peak interval, and how many they were. The launch, the gaps between message sizes and the ramp-up are
+    left out without knowing when they happened; None when nothing moved."""
+    peak = max(series, default=0.0)
+    if peak <= 0.0:
+        return None
+    busy = sorted(v for v in series if v >= STEADY_SHARE * peak)
+    middle = len(busy) // 2
+    median = busy[middle] if len(busy) % 2 else (busy[middle - 1] + busy[middle]) / 2
+    return median, len(busy)
+
+
 @dataclass(frozen=True)
 class NodeView:
     """One node over the last interval."""

@@ -166,6 +166,12 @@ class WireFigures:
     peak_tx_gbps: Mapping[str, float] = field(default_factory=dict)
     peak_rx_gbps: Mapping[str, float] = field(default_factory=dict)
     peak_duplex_gbps: Mapping[str, float] = field(default_factory=dict)  # TX and RX of the same interval added
+    # While the traffic ran (meter.steady_rate): per node, all fabric halves added, the median interval of those at
+    # half the peak or more; what a collective's busbw x 8 is held against.
+    steady_tx_gbps: Mapping[str, float] = field(default_factory=dict)
+    steady_rx_gbps: Mapping[str, float] = field(default_factory=dict)
+    steady_intervals: Mapping[str, int] = field(default_factory=dict)
+    interval_s: float | None = None  # the sampler's interval
 
     @property
     def peak(self) -> tuple[float, float, float] | None:
@@ -180,6 +186,10 @@ class WireFigures:
             "peak_tx_gbps": dict(self.peak_tx_gbps),
             "peak_rx_gbps": dict(self.peak_rx_gbps),
             "peak_duplex_gbps": dict(self.peak_duplex_gbps),
+            "steady_tx_gbps": dict(self.steady_tx_gbps),
+            "steady_rx_gbps": dict(self.steady_rx_gbps),
+            "steady_intervals": dict(self.steady_intervals),
+            "interval_s": self.interval_s,
             "tx_gbps": {f"{n}:{i}": v for (n, i), v in self.tx_gbps.items()},
             "rx_gbps": {f"{n}:{i}": v for (n, i), v in self.rx_gbps.items()},
             "busiest_core": {n: {"core": c, "busy_percent": b} for n, (c, b) in self.busiest_core.items()},
@@ -213,6 +223,10 @@ class WireFigures:
             peak_tx_gbps=data.numbers("peak_tx_gbps"),
             peak_rx_gbps=data.numbers("peak_rx_gbps"),
             peak_duplex_gbps=data.numbers("peak_duplex_gbps"),
+            steady_tx_gbps=data.numbers("steady_tx_gbps"),
+            steady_rx_gbps=data.numbers("steady_rx_gbps"),
+            steady_intervals={k: int(v) for k, v in data.numbers("steady_intervals").items()},
+            interval_s=data.opt_num("interval_s"),
         )
 
 

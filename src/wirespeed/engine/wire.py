@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import IO
 
 from wirespeed.core.counters import is_congestion
-from wirespeed.core.meter import Meter, NodeLayout, NodeSample, NodeView, sample_line
+from wirespeed.core.meter import Meter, NodeLayout, NodeSample, NodeView, sample_line, steady_rate
 from wirespeed.core.results import WireFigures
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.sampling import ClusterSampler
@@ -29,6 +29,7 @@ class WireRecorder:
     ) -> None:
         self.on_view = on_view  # the live view hears every interval as it is metered
         self.sampler = ClusterSampler(remote, layouts, interval_s)
+        self.interval_s = interval_s
         self.meter = Meter(layouts)
         self.views: list[NodeView] = []
         self.arrived: list[float] = []  # time.monotonic() when each view came in, for figures over a window
@@ -68,6 +69,7 @@ class WireRecorder:
         source = "phy"
         peak: dict[str, tuple[float, float, float]] = {}  # node -> the highest TX, RX and TX+RX of one interval
         elapsed: dict[str, float] = {}
+        series: dict[str, tuple[list[float], list[float]]] = {}  # node -> every interval's TX and RX, halves added
         for arrived, view in zip(list(self.arrived), list(self.views), strict=False):
             if between is not None and not between[0] <= arrived <= between[1]:
                 continue
@@ -76,6 +78,9 @@ class WireRecorder:
                 continue
             interval_tx = sum(c.tx_gbps or 0.0 for c in view.cables)
             interval_rx = sum(c.rx_gbps or 0.0 for c in view.cables)
+            node_tx, node_rx = series.setdefault(view.node, ([], []))
+            node_tx.append(interval_tx)
+            node_rx.append(interval_rx)
             top = peak.get(view.node, (0.0, 0.0, 0.0))
             peak[view.node] = (
                 max(top[0], interval_tx),
@@ -99,6 +104,8 @@ class WireRecorder:
                 busiest[view.node] = core
             if view.cpu_average is not None:
                 average.setdefault(view.node, []).append(view.cpu_average)
+        steady_tx = {n: r for n, (t, _) in series.items() if (r := steady_rate(t)) is not None}
+        steady_rx = {n: r for n, (_, x) in series.items() if (r := steady_rate(x)) is not None}
         return WireFigures(
             tx_gbps={k: sum(v) / len(v) for k, v in tx.items()},
             rx_gbps={k: sum(v) / len(v) for k, v in rx.items()},
@@ -109,4 +116,8 @@ class WireRecorder:
             peak_tx_gbps={n: p[0] for n, p in peak.items()},
             peak_rx_gbps={n: p[1] for n, p in peak.items()},
             peak_duplex_gbps={n: p[2] for n, p in peak.items()},
+            steady_tx_gbps={n: r[0] for n, r in steady_tx.items()},
+            steady_rx_gbps={n: r[0] for n, r in steady_rx.items()},
+            steady_intervals={n: r[1] for n, r in steady_tx.items()},
+            interval_s=self.interval_s,
         )
