@@ -115,3 +115,33 @@ def test_the_management_interface_in_nccl_socket_ifname_is_named_off_fabric(bed:
     assert any(line.startswith("the fabric halves carried no traffic while NCCL ran") for line in evidence)
     assert nothing_left(bed) == []
 
+
+def test_tune_nccl_keeps_to_its_budget_and_says_how_sure_it_is(bed: TestbedState, tmp_path: Path) -> None:
+    """On shaped halves the wire is the ceiling: whatever it finds, it must say it within its budget, with the
+    defaults' spread, and leave the nodes as they were."""
+    import time
+
+    started = time.monotonic()
+    done = shell(bed, f"{PREFIX}1", "wirespeed", "tune", "nccl", "--json", "--no-live", "--runs", str(tmp_path),
+                 "--size", "64M", "--budget", "60s", *NVLS_OFF)  # fmt: skip
+    elapsed = time.monotonic() - started
+    assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr[-3000:]
+    data = json.loads(done.stdout)
+    assert data["finished"] is True and data["transport"] == "NET/Socket"
+    stages = [t["stage"] for t in data["trials"]]
+    assert stages[:6] == ["warm-up", *["defaults"] * 5]
+    assert sum(t["seconds"] for t in data["trials"]) <= 60 + max(t["seconds"] for t in data["trials"])
+    assert elapsed < 60 + 90  # the search, then discovery and one confirming rung
+    answer = data["answer"]
+    assert "the defaults' spread" in answer
+    assert (done.returncode == 0) == bool(data["best"]) == (not answer.startswith("no setting beat"))
+    confirmed = data["confirmed"]
+    assert confirmed["rung"] == "nccl-sendrecv" and confirmed["status"] == "ran"
+    assert confirmed["ceiling"]["name"] == "fallback"
+    run = Path(data["run"])
+    assert (run / "tune-nccl.json").exists() and (run / "tune-nccl" / "001.out").exists()
+    report = subprocess.run([sys.executable, "-m", "wirespeed", "report", str(run)], capture_output=True, text=True,
+                            check=False)  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    assert "NCCL settings searched" in (run / "report.html").read_text()
+    assert nothing_left(bed) == []

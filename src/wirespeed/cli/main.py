@@ -25,6 +25,7 @@ from wirespeed.cli.output import Environment
 from wirespeed.cli.runs import baseline_group, compare_cmd, report_cmd, runs_cmd
 from wirespeed.cli.switch import switch_group
 from wirespeed.cli.testbed import testbed
+from wirespeed.cli.tune import tune_group
 from wirespeed.cli.watch import watch_cmd
 from wirespeed.core.errors import ExitStatus, WirespeedError
 
@@ -58,6 +59,7 @@ cli.add_command(testbed)
 cli.add_command(import_cmd)
 cli.add_command(init_cmd)
 cli.add_command(switch_group)
+cli.add_command(tune_group)
 
 
 def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> int:

@@ -23,6 +23,7 @@ import json
 import re
 import tomllib
 from dataclasses import dataclass, field
+from typing import Any
 
 from wirespeed.core.errors import InventoryError
 
@@ -59,6 +60,7 @@ class Cluster:
     source: str
     ssh_config: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    nccl_env: tuple[tuple[str, str], ...] = ()  # `[nccl.env]`: every rank's environment (`tune nccl --save` writes it)
 
     def node(self, name: str) -> Node:
         for node in self.nodes:
@@ -174,7 +176,29 @@ def parse_cluster_toml(text: str, source: str) -> Cluster:
         source=source,
         ssh_config=ssh_config,
         extra=extra,
+        nccl_env=_nccl_env(data.get("nccl"), source),
     )
+
+
+def _nccl_env(raw: Any, source: str) -> tuple[tuple[str, str], ...]:
+    """`[nccl.env]`: NAME = "value" pairs (numbers allowed), each name an environment variable's."""
+    if raw is None:
+        return ()
+    env = raw.get("env", {}) if isinstance(raw, dict) else None
+    if not isinstance(env, dict) or set(raw) - {"env"}:
+        raise InventoryError(f"{source}: [nccl] holds one table, [nccl.env]",
+                             hint='e.g. [nccl.env] NCCL_MIN_NCHANNELS = "8"')  # fmt: skip
+    pairs = []
+    for name, value in env.items():
+        if (
+            not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)
+            or isinstance(value, bool)
+            or not isinstance(value, str | int | float)
+        ):
+            raise InventoryError(f"{source}: [nccl.env] {name} = {value!r}: not NAME = \"value\"",
+                                 hint='e.g. NCCL_SOCKET_NTHREADS = "4"')  # fmt: skip
+        pairs.append((name, str(value)))
+    return tuple(pairs)
 
 
 def parse_host_list(spec: str, user: str | None = None) -> Cluster:
@@ -246,4 +270,25 @@ def render_cluster_toml(cluster: Cluster, comment: str | None = None) -> str:
             lines.append(f"ssh_options = {_toml_list(node.ssh_options)}")
         if node.agent != DEFAULT_AGENT:
             lines.append(f"agent = {_toml_list(node.agent)}")
+    if cluster.nccl_env:
+        lines += ["", "[nccl.env]", *(f"{_toml_key(k)} = {_toml_string(v)}" for k, v in cluster.nccl_env)]
     return "\n".join(lines) + "\n"
+
+
+def with_nccl_env(text: str, env: tuple[tuple[str, str], ...], source: str) -> str:
+    """The cluster file's text with `[nccl.env]` holding `env` over what it held (the rest of the file, comments
+    included, as it was): the section's lines replaced where it exists, else the section added at the end."""
+    cluster = parse_cluster_toml(text, source)
+    merged = dict(cluster.nccl_env)
+    merged.update(env)
+    section = ["[nccl.env]", *(f"{_toml_key(k)} = {_toml_string(v)}" for k, v in merged.items())]
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if re.fullmatch(r"\s*\[\s*nccl\.env\s*\]\s*(#.*)?", line)), None)
+    if start is None:
+        updated = [*lines, *([""] if lines and lines[-1].strip() else []), *section]
+    else:
+        end = next((i for i in range(start + 1, len(lines)) if re.match(r"\s*\[", lines[i])), len(lines))
+        updated = [*lines[:start], *section, *([""] if end < len(lines) else []), *lines[end:]]
+    result = "\n".join(updated) + "\n"
+    parse_cluster_toml(result, source)  # still a cluster file
+    return result

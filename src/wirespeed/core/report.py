@@ -86,6 +86,7 @@ class RunReport:
             "checks_after": None if self.checks_after is None else dict(self.checks_after),
             "rungs": [r.to_json() for r in self.run.rungs],
             "matrices": [m.to_json() for m in self.run.matrices],
+            "tunes": [t.to_json() for t in self.run.tunes],
             "checks": None if self.checks is None else dict(self.checks),
             "discovery": None if self.discovery is None else dict(self.discovery),
             "environment": [{"node": e.node, "component": e.component, "version": e.version} for e in self.environment],

@@ -18,6 +18,7 @@ from typing import Any
 from wirespeed.core.decode import Fields
 from wirespeed.core.matrix import MatrixResult
 from wirespeed.core.results import SCHEMA_VERSION, RungResult, RungStatus, check_version, choice
+from wirespeed.core.tune import TuneResult
 
 RUN_FILE = "run.json"
 
@@ -144,6 +145,7 @@ class Run:
     record: RunRecord | None  # None: written by wirespeed 0.1 (no run.json), or run.json unreadable
     rungs: tuple[RungResult, ...] = ()
     matrices: tuple[MatrixResult, ...] = ()
+    tunes: tuple[TuneResult, ...] = ()  # `tune nccl`'s search (tune-nccl.json)
     imported: tuple[ImportedFile, ...] = ()
     problems: tuple[str, ...] = ()
     nodes: tuple[str, ...] = ()

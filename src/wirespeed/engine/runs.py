@@ -19,6 +19,7 @@ from wirespeed.core.errors import UsageError
 from wirespeed.core.matrix import MatrixResult, matrix_from_json
 from wirespeed.core.results import RungResult
 from wirespeed.core.run import RUN_FILE, ImportedFile, Run, RunRecord, RunStatus
+from wirespeed.core.tune import TuneResult
 
 BASELINE = "BASELINE"  # a file in the runs folder holding the baseline run's directory name
 NOT_RECORDS = frozenset({RUN_FILE, "discovery.json", "takeaway.json", "checks.json", "report.json"})
@@ -47,11 +48,11 @@ def read_json(path: Path) -> Any:
 
 
 def _kind(data: Any, name: str) -> str | None:
-    """What a top-level JSON file of a run holds: `rung`, `matrix`, or None (something else)."""
+    """What a top-level JSON file of a run holds: `rung`, `matrix`, `tune`, or None (something else)."""
     if not isinstance(data, dict):
         return None
     kind = data.get("kind")
-    if kind in ("rung", "matrix"):
+    if kind in ("rung", "matrix", "tune"):
         return str(kind)
     if "rung" in data and "status" in data:  # schema 1 (wirespeed 0.1)
         return "rung"
@@ -99,6 +100,7 @@ def load_run(path: Path) -> Run:
     )
     rungs: list[RungResult] = []
     matrices: list[MatrixResult] = []
+    tunes: list[TuneResult] = []
     for file in files:
         try:
             data = read_json(file)
@@ -108,6 +110,8 @@ def load_run(path: Path) -> Run:
                 rungs.append(RungResult.from_json(data, where))
             elif kind == "matrix":
                 matrices.append(matrix_from_json(data, where))
+            elif kind == "tune":
+                tunes.append(TuneResult.from_json(data, where))
         except ValueError as exc:
             problems.append(str(exc))
     imported, import_problems = load_imported(path)
@@ -117,6 +121,7 @@ def load_run(path: Path) -> Run:
         record=record,
         rungs=tuple(rungs),
         matrices=tuple(matrices),
+        tunes=tuple(tunes),
         imported=tuple(imported),
         problems=(*problems, *import_problems),
         nodes=nodes,

@@ -6,6 +6,7 @@ first, then every rung with its ceiling and evidence, the checks, the discovery 
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
@@ -17,6 +18,7 @@ from wirespeed.core.matrix import MatrixResult
 from wirespeed.core.report import RunReport, collectives, halves
 from wirespeed.core.results import BITS_PER_BYTE, RungResult, RungStatus
 from wirespeed.core.timeline import CableSeries, RungSpan, Timeline
+from wirespeed.core.tune import TuneResult, label, spread
 from wirespeed.core.units import format_size_bytes
 from wirespeed.ui import svg, takeaway
 from wirespeed.ui.discovery import cabling_diagram, node_summary
@@ -347,6 +349,9 @@ def markdown(report: RunReport) -> str:
             out += _md_table(LATENCY_COLUMNS, rows)
         if rows := _collective_rows(rung):
             out += _md_table(COLLECTIVE_COLUMNS, rows)
+    for tune in report.run.tunes:
+        out += ["## NCCL settings searched", "", tune.answer(), ""]
+        out += _md_table(TUNE_COLUMNS, tune_rows(tune))
     if report.run.matrices:
         out += ["## All pairs", ""]
         for matrix in report.run.matrices:
@@ -496,6 +501,46 @@ def _checks_html(checks: Mapping[str, Any] | None) -> str:
     return f"{intro}<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
 
 
+TUNE_COLUMNS = ("settings", "runs", "median busbw (GB/s)", "spread (GB/s)", "gain (GB/s)", "beats the defaults", "p")
+
+
+def tune_rows(tune: TuneResult) -> list[list[str]]:
+    """Every candidate: its runs, median and spread; against the defaults, the gain, the noise rule's verdict and
+    the exact rank test's p."""
+    rows = []
+    for env in tune.candidates():
+        runs, verdict = tune.runs_of(env), tune.verdict(env)
+        shown = f"{statistics.median(runs):.3f}" if runs else "-"
+        gain = "-" if not env or verdict is None else f"{verdict.gain_GBps:+.3f}"
+        beats = "-" if not env or verdict is None else ("yes" if verdict.beats else "no")
+        if env and len(runs) == 1:
+            beats = "screened: 1 run"  # one run is no evidence either way; only finalists get repetitions
+        p = "-" if not env or verdict is None or verdict.p_value is None else f"{verdict.p_value:.3f}"
+        rows.append([label(env), str(len(runs)), shown, f"{spread(runs):.3f}", gain, beats, p])
+    return rows
+
+
+def tune_chart(tune: TuneResult) -> str:
+    defaults = tune.defaults
+    band = (min(defaults), max(defaults)) if defaults else None
+    rows = [(label(env), tune.runs_of(env)) for env in tune.candidates()]
+    title = f"{tune.collective} at {format_size_bytes(tune.size_bytes)}: busbw of every candidate"
+    return svg.dot_chart(title, rows, "GB/s", band)
+
+
+def _tune_html(tune: TuneResult) -> str:
+    parts = [f"<p><b>{_h(tune.answer())}</b></p>", tune_chart(tune), _table(TUNE_COLUMNS, tune_rows(tune))]
+    facts = [f"transport {tune.transport or 'unknown'}", f"NCCL {tune.nccl_version or 'unknown'}",
+             f"budget {tune.budget_s:.0f} s", f"{len(tune.trials)} runs of nccl-tests"]  # fmt: skip
+    if tune.fixed_env:
+        facts.append("every run had " + label(tune.fixed_env))
+    parts.append(f"<p>{_h('; '.join(facts))}</p>")
+    lines = [*(f"not tried: {line}" for line in tune.left_out), *tune.notes]
+    if lines:
+        parts.append("<ul>" + "".join(f"<li>{_h(line)}</li>" for line in lines) + "</ul>")
+    return "".join(parts)
+
+
 def matrix_chart(matrix: MatrixResult) -> str:
     flagged = frozenset((o.node, o.subject) for o in matrix.outliers if o.kind in ("cell", "expected"))
     values = {(c.source, c.target): c.tool_gbps for c in matrix.cells}
@@ -581,6 +626,10 @@ def html(report: RunReport) -> str:
         parts.append(chart)
     parts += [_rung_html(rung) for rung in report.rungs]
     parts.append("</section>")
+    if report.run.tunes:
+        parts.append('<section id="tune"><h2>NCCL settings searched</h2>')
+        parts += [_tune_html(t) for t in report.run.tunes]
+        parts.append("</section>")
     if report.run.matrices:
         parts.append('<section id="matrix"><h2>All pairs</h2>')
         parts += [_matrix_html(m) for m in report.run.matrices]

@@ -6,6 +6,7 @@ browser draws them. Every text goes through escaping; every chart says what its 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
@@ -221,6 +222,58 @@ def bar_chart(title: str, bars: Sequence[Bar], unit: str, width: int = WIDTH) ->
         x = label_w + tick / top * plot_w
         parts.append(_text(x, axis_y + 12, _number(tick), size=10))
     parts.append(_text(label_w + plot_w / 2, axis_y + 25, f"{unit} (dark tick: line rate)", size=10))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def dot_chart(
+    title: str,
+    rows: Sequence[tuple[str, Sequence[float]]],
+    unit: str,
+    band: tuple[float, float] | None = None,
+    width: int = WIDTH,
+) -> str:
+    """One row per item, every repetition a dot and the median a dark tick, against a common scale; `band` is the
+    reference's range (the defaults' runs: what a gain must clear), shaded across every row."""
+    row, label_w = 22, 330
+    height = TOP + row * max(len(rows), 1) + 30
+    parts = [f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}">']
+    parts.append(f"<title>{escape(title)}</title>")
+    parts.append(_text(8, 16, title, anchor="start", size=13, extra='font-weight="bold"'))
+    values = [v for _, runs in rows for v in runs]
+    if not values:
+        parts.append(_text(width / 2, TOP + 14, "no data", size=13, extra='fill="#888"'))
+        parts.append("</svg>")
+        return "".join(parts)
+    low = min(min(values), band[0] if band else math.inf)
+    high = max(max(values), band[1] if band else -math.inf)
+    margin = (high - low) * 0.1 or abs(high) * 0.05 or 1.0
+    ticks = nice_ticks(max(0.0, low - margin), high + margin)
+    left, right = ticks[0], ticks[-1]
+    plot_w = width - label_w - RIGHT - 70
+
+    def x_of(value: float) -> float:
+        return label_w + (value - left) / (right - left) * plot_w
+
+    if band is not None:
+        parts.append(f'<rect x="{x_of(band[0]):.1f}" y="{TOP}" width="{max(x_of(band[1]) - x_of(band[0]), 1.0):.1f}" '
+                     f'height="{row * len(rows)}" fill="#e8eef8"/>')  # fmt: skip
+    for index, (label, runs) in enumerate(rows):
+        y = TOP + index * row
+        parts.append(_text(label_w - 6, y + 14, label, anchor="end", size=10))
+        parts.append(f'<line x1="{label_w}" y1="{y + 11}" x2="{label_w + plot_w}" y2="{y + 11}" stroke="#ddd"/>')
+        for value in runs:
+            parts.append(f'<circle cx="{x_of(value):.1f}" cy="{y + 11}" r="3" fill="{color(0)}" fill-opacity="0.7"/>')
+        if runs:
+            middle = statistics.median(runs)
+            x = x_of(middle)
+            parts.append(f'<line x1="{x:.1f}" y1="{y + 3}" x2="{x:.1f}" y2="{y + 19}" stroke="#222" stroke-width="2"/>')
+            parts.append(_text(label_w + plot_w + 6, y + 14, f"{middle:.3f} {unit}", anchor="start", size=10))
+    axis_y = TOP + row * len(rows) + 4
+    for tick in ticks:
+        parts.append(_text(x_of(tick), axis_y + 12, _number(tick), size=10))
+    note = f"{unit}: dots are runs, the dark tick the median" + (", shaded: the defaults' range" if band else "")
+    parts.append(_text(label_w + plot_w / 2, axis_y + 25, note, size=10))
     parts.append("</svg>")
     return "".join(parts)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shlex
 import threading
+from dataclasses import replace
 
 from wirespeed.adapters.slurm import SrunTransport
 from wirespeed.core.inventory import Node
@@ -30,9 +31,10 @@ from wirespeed.engine.remote import Remote
 from wirespeed.engine.rungs.base import BenchOptions, Measured, Rung, RungContext
 
 
-def nccl_options(options: BenchOptions) -> NcclOptions:
-    return NcclOptions(options.collectives, options.min_bytes, options.max_bytes, options.iterations, env=options.env,
-                       timeout_s=options.nccl_timeout_s)  # fmt: skip
+def nccl_options(options: BenchOptions, cluster_env: tuple[tuple[str, str], ...] = ()) -> NcclOptions:
+    """The rung's options; the cluster file's `[nccl.env]` first, so that `--env` wins over it."""
+    return NcclOptions(options.collectives, options.min_bytes, options.max_bytes, options.iterations,
+                       env=(*cluster_env, *options.env), timeout_s=options.nccl_timeout_s)  # fmt: skip
 
 
 def _memory(remote: Remote, node: Node) -> NodeMemory:
@@ -58,7 +60,7 @@ class NcclRung(Rung):
 
     def plan(self, ctx: RungContext) -> NcclPlan | NotRunnable:
         """One rank per GPU on every node, the message sizes capped from each node's free memory right now."""
-        options = nccl_options(ctx.options)
+        options = nccl_options(ctx.options, ctx.remote.cluster.nccl_env)
         facts, cabling = ctx.discovery.facts, ctx.discovery.cabling
         first = plan_nccl(facts, cabling, self.collective, options)
         if isinstance(first, NotRunnable):
@@ -68,6 +70,9 @@ class NcclRung(Rung):
         if isinstance(plan, NotRunnable):
             return plan
         transport = ctx.remote.transport(ctx.remote.cluster.node(plan.launcher))
+        if ctx.remote.cluster.nccl_env:
+            shown = " ".join(f"{k}={v}" for k, v in ctx.remote.cluster.nccl_env)
+            plan = replace(plan, notes=(*plan.notes, f"from the cluster file's [nccl.env]: {shown}"))
         if isinstance(transport, SrunTransport):
             names = {name: transport.slurm_name(ctx.remote.cluster.node(name)) for name in plan.nodes}
             plan = for_slurm(plan, names, transport.job_id)
