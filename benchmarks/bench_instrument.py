@@ -24,6 +24,7 @@ import contextlib
 import json
 import os
 import resource
+import shlex
 import statistics
 import subprocess
 import sys
@@ -236,7 +237,9 @@ def agent_per_sample(netns: str, ifaces: list[str], mode: str, interval: float, 
             child.kill()
             child.wait()
         reader.join(timeout=5)
-    count = max(1, lines1 - lines0)
+    if lines1 == lines0:  # it died or never started: no figure, and say so (not a division by zero)
+        raise SystemExit(f"bench_instrument: the {mode} agent wrote no line in {seconds:g} s: {shlex.join(argv)}")
+    count = lines1 - lines0
     return {"cpu_us": (cpu1 - cpu0) / 1e3 / count, "samples": count, "line_bytes": (bytes1 - bytes0) / count}
 
 
