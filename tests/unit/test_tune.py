@@ -37,8 +37,10 @@ def test_settings_follow_the_transport_and_the_nccl_version() -> None:
     assert left == []
     ib, left = settings_for(IB, (2, 19, 3))
     assert [s.name for s in ib] == ["NCCL_MIN_NCHANNELS", "NCCL_NCHANNELS_PER_NET_PEER", "NCCL_IB_QPS_PER_CONNECTION"]
-    assert left == ["NCCL_IB_MERGE_NICS: NCCL 2.19.3 predates it (since 2.20.0)"]
+    assert left == ["NCCL_IB_MERGE_NICS: NCCL 2.19.3 predates it (since 2.20.3)"]
     assert settings_for("P2P/CUMEM", (2, 28, 9)) == ([], [])
+    old, left = settings_for(IB, (2, 12, 6))  # per-peer channels arrived in 2.12.7, QPs per connection in 2.10.3
+    assert [s.name for s in old] == ["NCCL_MIN_NCHANNELS", "NCCL_IB_QPS_PER_CONNECTION"] and len(left) == 2
 
 
 def test_socket_candidates_pair_threads_with_sockets_up_to_64_and_vary_the_rest_alone() -> None:
@@ -263,3 +265,24 @@ def test_an_interrupted_search_keeps_its_runs_and_says_it_did_not_finish(
     written = json.loads((run_dir.path / "tune-nccl.json").read_text())
     assert written["finished"] is False and len(written["trials"]) == 3
     assert written["notes"] == ["interrupted: the runs so far are kept"]
+
+
+def test_bad_budget_and_collective_get_one_line_each() -> None:
+    import io
+
+    from wirespeed.cli.main import main
+    from wirespeed.cli.output import Environment
+    from wirespeed.cli.tune import parse_budget
+
+    assert parse_budget("10m") == 600 and parse_budget("90s") == 90 and parse_budget("1h") == 3600
+    assert parse_budget("45") == 45
+    for argv, said in (
+        (["--budget", "ten minutes"], "wirespeed: error: --budget 'ten minutes': not a duration (hint: e.g. --budget"),
+        (["--budget", "0m"], "wirespeed: error: --budget '0m': not a duration"),
+        (["--collective", "all reduce"], "wirespeed: error: --collective 'all reduce': not a collective name"),
+    ):
+        err = io.StringIO()
+        code = main(["tune", "nccl", "--hosts", "localhost", *argv], Environment(stdout=io.StringIO(), stderr=err))
+        assert code == 2, err.getvalue()
+        lines = err.getvalue().strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(said), lines

@@ -66,7 +66,7 @@ def tune_nccl_cmd(
     interrupted (what was measured is kept)."""
     from wirespeed.adapters.signals import signals_interrupt
     from wirespeed.cli.bench import shared_options
-    from wirespeed.core.tune import cluster_toml_lines, export_lines
+    from wirespeed.core.tune import cluster_toml_lines, export_lines, label
     from wirespeed.core.units import parse_size_bytes
     from wirespeed.engine import bench, discover
     from wirespeed.engine import tune as engine
@@ -105,7 +105,9 @@ def tune_nccl_cmd(
             finally:
                 if result is None:
                     search.finish("interrupted: the runs so far are kept", cut=True)
-            said(result.answer())
+            what = label(result.best) if result.best else "the defaults (nothing beat them beyond noise)"
+            said(f"tune: {len(result.trials)} runs in {sum(t.seconds for t in result.trials):.0f} s; "
+                 f"the NCCL rung with {what} ...")  # fmt: skip
             with live_view(out, board, live=not (no_live or json_mode)):
                 confirmed = engine.confirm(remote, found, result, options, run_dir, interval, board)
         if result is None or end.status.value != "complete":

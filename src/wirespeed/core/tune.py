@@ -25,7 +25,7 @@ Env = tuple[tuple[str, str], ...]
 @dataclass(frozen=True)
 class Setting:
     """One NCCL variable worth searching: the values tried, the transports it acts on, the first NCCL version that
-    reads it (NCCL's environment documentation), and why it can matter."""
+    reads it (its NCCL_PARAM in NVIDIA/nccl's release tags, and NCCL's environment documentation), and why."""
 
     name: str
     values: tuple[str, ...]
@@ -41,12 +41,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("NCCL_NSOCKS_PERTHREAD", ("1", "2", "4", "8"), (SOCKET,), (2, 4, 8),
             "sockets each of those threads opens; threads x sockets is at most 64"),
     Setting("NCCL_MIN_NCHANNELS", ("2", "4", "8", "16"), (SOCKET, IB), (2, 5, 0),
-            "at least this many channels (rings): more parallel transfers, more proxy work"),
-    Setting("NCCL_NCHANNELS_PER_NET_PEER", ("1", "2", "4", "8"), (IB,), (2, 12, 0),
+            "at least this many channels: more parallel transfers, more proxy work (deprecated for NCCL_MIN_CTAS in "
+            "2.17, still read)"),
+    Setting("NCCL_NCHANNELS_PER_NET_PEER", ("1", "2", "4", "8"), (IB,), (2, 12, 7),
             "channels per remote peer; the seeds set 4 by hand and left the sweep untried"),
     Setting("NCCL_IB_QPS_PER_CONNECTION", ("1", "2", "4", "8"), (IB,), (2, 10, 3),
             "queue pairs per connection: spreads one connection over more of the NIC's engines"),
-    Setting("NCCL_IB_MERGE_NICS", ("0", "1"), (IB,), (2, 20, 0),
+    Setting("NCCL_IB_MERGE_NICS", ("0", "1"), (IB,), (2, 20, 3),
             "merge the two PCIe halves of a port into one NIC to NCCL, or keep them apart"),
 )  # fmt: skip
 SOCKET_PRODUCT_MAX = 64  # NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD
