@@ -340,3 +340,15 @@ def test_wire_figures_keep_the_steady_rate_through_json() -> None:
     assert again.steady_tx_gbps == wire.steady_tx_gbps and again.steady_intervals == {"gw-1": 22, "gw-2": 21}
     assert again.interval_s == 0.5
     assert WireFigures.from_json(Fields({"source": "phy"}, "old")).steady_tx_gbps == {}  # records before it
+
+
+def test_the_cluster_files_nccl_env_goes_to_every_rank_and_env_on_the_command_line_wins(sparks: Discovery) -> None:
+    from wirespeed.engine.rungs.base import BenchOptions
+    from wirespeed.engine.rungs.nccl import nccl_options
+
+    options = nccl_options(BenchOptions(env=(("NCCL_SOCKET_NTHREADS", "8"),)),
+                           (("NCCL_SOCKET_NTHREADS", "1"), ("NCCL_NSOCKS_PERTHREAD", "2")))  # fmt: skip
+    plan = plan_nccl(sparks.facts, sparks.cabling, "sendrecv", options)
+    assert isinstance(plan, NcclPlan)
+    env = dict(plan.env)
+    assert env["NCCL_SOCKET_NTHREADS"] == "8" and env["NCCL_NSOCKS_PERTHREAD"] == "2"
