@@ -171,6 +171,12 @@ def judge(defaults: Sequence[float], candidate: Sequence[float]) -> Verdict:
     return Verdict(median, base, gain, noise, len(candidate) >= 2 and gain > noise, rank_test_p(defaults, candidate))
 
 
+def env_of(data: Fields, key: str) -> Env:
+    """An environment as a record keeps it, `{"NAME": "value"}`, in its order."""
+    table = data.opt_obj(key)
+    return tuple((str(k), str(v)) for k, v in (table.data.items() if table is not None else ()))
+
+
 @dataclass(frozen=True)
 class Trial:
     """One nccl-tests run of one candidate: its busbw at the size, and the seconds it took."""
@@ -187,9 +193,7 @@ class Trial:
 
     @staticmethod
     def from_json(data: Fields) -> Trial:
-        env = data.opt_obj("env")
-        pairs = tuple((str(k), str(v)) for k, v in (env.data.items() if env is not None else ()))
-        return Trial(pairs, data.opt_num("busbw_GBps"), data.num("seconds"), data.text("stage"),
+        return Trial(env_of(data, "env"), data.opt_num("busbw_GBps"), data.num("seconds"), data.text("stage"),
                      data.opt_text("error"))  # fmt: skip
 
 
@@ -281,7 +285,6 @@ class TuneResult:
         check_version(data)
         if data.opt_text("kind") != "tune":
             raise ValueError(f"{where}: not a tune record")
-        best, fixed = data.opt_obj("best"), data.opt_obj("fixed_env")
         return TuneResult(
             collective=data.text("collective"),
             size_bytes=data.whole("size_bytes"),
@@ -292,9 +295,9 @@ class TuneResult:
             trials=tuple(Trial.from_json(t) for t in data.objects("trials")),
             left_out=tuple(data.texts("left_out")),
             notes=tuple(data.texts("notes")),
-            best=tuple((str(k), str(v)) for k, v in (best.data.items() if best is not None else ())),
+            best=env_of(data, "best"),
             finished=bool(data.opt_flag("finished")),
-            fixed_env=tuple((str(k), str(v)) for k, v in (fixed.data.items() if fixed is not None else ())),
+            fixed_env=env_of(data, "fixed_env"),
         )
 
 
