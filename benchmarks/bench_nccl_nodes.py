@@ -73,6 +73,15 @@ def by_hand(argv: list[str], target: Path) -> tuple[float, float]:
     return max(r.out_of_place.busbw_GBps for r in parsed.rows), elapsed
 
 
+def bootstrap_median_ci(values: list[float], draws: int = 10000, seed: int = 1) -> list[float]:
+    """The 95% interval of the median of `values` by resampling them (percentile bootstrap, seeded)."""
+    import random
+
+    rng = random.Random(seed)
+    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(draws))
+    return [medians[int(0.025 * draws)], medians[int(0.975 * draws) - 1]]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -117,6 +126,7 @@ def main() -> int:
         "median_wirespeed_busbw_GBps": statistics.median(r["wirespeed_busbw_GBps"] for r in rounds),
         "median_ratio": statistics.median(r["ratio"] for r in rounds),
         "ratio_range": [min(r["ratio"] for r in rounds), max(r["ratio"] for r in rounds)],
+        "ratio_median_ci95": bootstrap_median_ci([r["ratio"] for r in rounds]),
     }
     print(json.dumps({k: v for k, v in summary.items() if k != "rounds"}))
     if args.json:
