@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "ethtool"
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "real" / "ethtool"  # travels with the repo
 MLX5_FIXTURE = FIXTURE / "ethtool_S_mlx5_xdp_kernel5.15_nonzero_only.txt"
 
 # The agent's loop, with (mlx5) or without (veth) driver sets made to the size of a real mlx5 interface.
