@@ -119,19 +119,16 @@ def test_the_management_interface_in_nccl_socket_ifname_is_named_off_fabric(bed:
 def test_tune_nccl_keeps_to_its_budget_and_says_how_sure_it_is(bed: TestbedState, tmp_path: Path) -> None:
     """On shaped halves the wire is the ceiling: whatever it finds, it must say it within its budget, with the
     defaults' spread, and leave the nodes as they were."""
-    import time
-
-    started = time.monotonic()
     done = shell(bed, f"{PREFIX}1", "wirespeed", "tune", "nccl", "--json", "--no-live", "--runs", str(tmp_path),
                  "--size", "64M", "--budget", "60s", *NVLS_OFF)  # fmt: skip
-    elapsed = time.monotonic() - started
     assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr[-3000:]
     data = json.loads(done.stdout)
     assert data["finished"] is True and data["transport"] == "NET/Socket"
     stages = [t["stage"] for t in data["trials"]]
     assert stages[:6] == ["warm-up", *["defaults"] * 5]
+    # no run started that the budget could not hold: the runs' own durations, not this machine's clock
     assert sum(t["seconds"] for t in data["trials"]) <= 60 + max(t["seconds"] for t in data["trials"])
-    assert elapsed < 60 + 90  # the search, then discovery and one confirming rung
+    assert done.stderr.count("tune: run ") == 2 * len(data["trials"])  # each run said before and after
     answer = data["answer"]
     assert "the defaults' spread" in answer
     assert (done.returncode == 0) == bool(data["best"]) == (not answer.startswith("no setting beat"))

@@ -154,7 +154,7 @@ class ScriptedLauncher:
 
 def _search(
     tmp_path: Path, busbw: object, budget_s: float, monkeypatch: pytest.MonkeyPatch
-) -> tuple[TuneResult, int, Path]:
+) -> tuple[TuneResult, int, Path, list[str]]:
     clock = [0.0]
     monkeypatch.setattr("wirespeed.engine.tune.time.monotonic", lambda: clock[0])
     launcher = ScriptedLauncher(busbw, clock)
@@ -163,7 +163,7 @@ def _search(
     said: list[str] = []
     run_dir = RunDirectory(tmp_path)
     search = Search(launcher, plan, TuneOptions(budget_s=budget_s), run_dir, said.append)  # type: ignore[arg-type]
-    return search.run(), launcher.calls, run_dir.path
+    return search.run(), launcher.calls, run_dir.path, said
 
 
 def test_the_search_finds_the_socket_threads_that_win_and_combines_them(
@@ -176,7 +176,7 @@ def test_the_search_finds_the_socket_threads_that_win_and_combines_them(
         channels = 0.1 if env.get("NCCL_MIN_NCHANNELS") == "8" else 0.0
         return 1.0 + 0.1 * min(threads, 4) + channels + wobble[call % len(wobble)]
 
-    result, calls, run = _search(tmp_path, busbw, 3600.0, monkeypatch)
+    result, calls, run, _ = _search(tmp_path, busbw, 3600.0, monkeypatch)
     assert result.transport == SOCKET and result.nccl_version == "2.28.9+cuda13.0"
     stages = [t.stage for t in result.trials]
     assert stages[:6] == ["warm-up", *["defaults"] * 5] and stages[-2:] == ["defaults", "defaults"]
@@ -194,14 +194,19 @@ def test_the_search_finds_the_socket_threads_that_win_and_combines_them(
 
 def test_when_nothing_beats_the_noise_it_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     wobble = [0.0, 0.05, -0.05, 0.03, -0.03]
-    result, _, _ = _search(tmp_path, lambda env, call: 1.0 + wobble[call % len(wobble)], 3600.0, monkeypatch)
+    result, _, _, _ = _search(tmp_path, lambda env, call: 1.0 + wobble[call % len(wobble)], 3600.0, monkeypatch)
     assert result.best == () and result.finished
     assert result.answer().startswith("no setting beat the defaults beyond noise (the defaults' spread 0.100 GB/s")
 
 
 def test_the_budget_stops_the_search_and_says_where(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    result, calls, run = _search(tmp_path, lambda env, call: 1.0, 52.0, monkeypatch)  # 5 s a trial: 10 fit
+    result, calls, run, said = _search(tmp_path, lambda env, call: 1.0, 52.0, monkeypatch)  # 5 s a trial: 10 fit
     assert calls == 10 and len(result.trials) == 10
+    # every run is said before it starts (a run lasts seconds) and after, with its figure
+    assert said[:4] == ["tune: run 1 (warm-up): defaults ...", "tune: run 1: 1.000 GB/s (47 s of the budget left)",
+                        "tune: run 2 (defaults, about 5 s): defaults ...",
+                        "tune: run 2: 1.000 GB/s (42 s of the budget left)"]  # fmt: skip
+    assert said[-1] == "tune: the budget (52 s) ended the search during coarse"
     assert result.notes == ("the budget (52 s) ended the search during coarse",)
     assert json.loads((run / "tune-nccl.json").read_text())["finished"] is True
 

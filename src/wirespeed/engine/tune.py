@@ -105,6 +105,9 @@ class Search:
                               self.options.iterations, self.options.warmup)  # fmt: skip
         argv = mpirun_argv(merged, options, None, as_root=self.as_root)
         self.run_dir.write_text(f"tune-nccl/{index:03d}.command.txt", shlex.join(argv) + "\n")
+        taken = [t.seconds for t in self.result.trials]
+        about = f", about {statistics.median(taken):.0f} s" if taken else ""
+        self.say(f"tune: run {index} ({stage}{about}): {label(env)} ...")  # a run is seconds long: never silent
         begun = time.monotonic()
         done = self.remote.run(self.launcher, ["sh", "-c", 'exec "$@" 2>&1', "sh", *argv],
                                timeout_s=self.options.trial_timeout_s)  # fmt: skip
@@ -124,7 +127,7 @@ class Search:
         self.result = replace(self.result, trials=(*self.result.trials, result))
         self.save()
         figure = f"{busbw:.3f} GB/s" if busbw is not None else f"failed: {error}"
-        self.say(f"tune: {stage} {label(env)}: {figure} ({max(0.0, self.left_s()):.0f} s of the budget left)")
+        self.say(f"tune: run {index}: {figure} ({max(0.0, self.left_s()):.0f} s of the budget left)")
         return result
 
     def save(self) -> None:
