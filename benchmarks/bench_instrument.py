@@ -36,6 +36,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from vethns import veth_namespace
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "real" / "ethtool"  # travels with the repo
 MLX5_FIXTURE = FIXTURE / "ethtool_S_mlx5_xdp_kernel5.15_nonzero_only.txt"
@@ -183,21 +185,6 @@ def sh(argv: list[str]) -> str:
 
 
 # ------------------------------------------------------------------------------------------------------ 1. node
-@contextlib.contextmanager
-def veth_namespace() -> Iterator[tuple[str, list[str]]]:
-    netns = f"wsib-{uuid.uuid4().hex[:6]}"
-    sh(["ip", "netns", "add", netns])
-    try:
-        ifaces = []
-        for pair in range(4):
-            a, b = f"iba{pair}", f"ibb{pair}"
-            sh(["ip", "-n", netns, "link", "add", "name", a, "type", "veth", "peer", "name", b])
-            for name in (a, b):
-                sh(["ip", "-n", netns, "link", "set", name, "up"])
-            ifaces += [a, b]
-        yield netns, ifaces
-    finally:
-        subprocess.run(["ip", "netns", "del", netns], check=False, capture_output=True)
 
 
 def agent_per_sample(netns: str, ifaces: list[str], mode: str, interval: float, seconds: float) -> dict[str, float]:
@@ -252,7 +239,7 @@ def ethtool_per_sample(netns: str, ifaces: list[str], rounds: int) -> dict[str, 
 
 
 def bench_node(repeats: int, seconds: float) -> dict[str, Any]:
-    with veth_namespace() as (netns, ifaces):
+    with veth_namespace("ib") as (netns, ifaces):
         veth, mlx5, ethtool = [], [], []
         for _ in range(repeats):  # alternated, medians
             veth.append(agent_per_sample(netns, ifaces, "veth", 0.01, seconds))
