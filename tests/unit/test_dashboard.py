@@ -9,9 +9,9 @@ import io
 import pytest
 from rich.console import Console
 
-from wirespeed.core.board import Board, Rates, cluster_rates, counter_source, node_rates, step_figure
+from wirespeed.core.board import Board, cluster_rates, counter_source, node_rates, step_figure
 from wirespeed.core.counters import IfaceRate, cable_rate
-from wirespeed.core.meter import NETDEV_WARNING, NodeView, Peak
+from wirespeed.core.meter import NETDEV_WARNING, NodeView, Peak, Rates
 from wirespeed.ui.dashboard import EMPTY, FULL, bar, final_lines, gb, plain_line, render
 
 GB = 1_000_000_000

@@ -14,29 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from wirespeed.core.counters import is_congestion
-from wirespeed.core.meter import NodeView
-
-
-@dataclass(frozen=True)
-class Rates:
-    """Gb/s per direction; `duplex_gbps` is what the line calls full duplex."""
-
-    tx_gbps: float = 0.0
-    rx_gbps: float = 0.0
-    duplex_gbps: float = 0.0
-
-    def highest(self, other: Rates) -> Rates:
-        return Rates(
-            max(self.tx_gbps, other.tx_gbps),
-            max(self.rx_gbps, other.rx_gbps),
-            max(self.duplex_gbps, other.duplex_gbps),
-        )
+from wirespeed.core.meter import NodeView, Rates
 
 
 @dataclass(frozen=True)
 class NowPeak:
-    now: Rates = Rates()
-    peak: Rates = Rates()
+    now: Rates = field(default_factory=Rates)
+    peak: Rates = field(default_factory=Rates)
 
 
 def node_rates(view: NodeView) -> Rates:
@@ -142,8 +126,8 @@ class Board:
         self.intervals += 1
         if view.node not in self.expected:
             self.expected.append(view.node)
-        self.node_peaks[view.node] = self.node_peaks.get(view.node, Rates()).highest(node_rates(view))
-        self.cluster_peak = self.cluster_peak.highest(cluster_rates(list(self.views.values())))
+        self.node_peaks[view.node] = self.node_peaks.get(view.node, Rates()).update(node_rates(view))
+        self.cluster_peak = self.cluster_peak.update(cluster_rates(list(self.views.values())))
         for iface, grew in view.errors().items():
             bucket = self.errors.setdefault(view.node, {}).setdefault(iface, {})
             for counter, count in grew.items():

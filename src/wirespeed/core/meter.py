@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from wirespeed.core.counters import (
     CableRate,
@@ -90,24 +90,44 @@ class NodeSample:
     line: str | None = field(default=None, compare=False, repr=False)  # the JSON line it came in as, if any
 
 
+class RateLike(Protocol):
+    """TX, RX and full duplex in Gb/s per direction, where known: a cable's interval or a sum of them."""
+
+    @property
+    def tx_gbps(self) -> float | None: ...
+
+    @property
+    def rx_gbps(self) -> float | None: ...
+
+    @property
+    def duplex_gbps(self) -> float | None: ...
+
+
 @dataclass(frozen=True)
-class Peak:
+class Rates:
+    """Gb/s per direction; `duplex_gbps` is what the line calls full duplex. As a running highest (`Peak`), each
+    figure is the highest any interval reached, apart from the others."""
+
     tx_gbps: float = 0.0
     rx_gbps: float = 0.0
     duplex_gbps: float = 0.0
 
-    def update(self, rate: CableRate) -> Peak:
+    def update(self, rate: RateLike) -> Rates:
+        """The highest of each figure, this one's and `rate`'s."""
         if (
             (rate.tx_gbps or 0.0) <= self.tx_gbps
             and (rate.rx_gbps or 0.0) <= self.rx_gbps
             and (rate.duplex_gbps or 0.0) <= self.duplex_gbps
         ):
             return self  # no new peak (most intervals): no new object
-        return Peak(
+        return Rates(
             max(self.tx_gbps, rate.tx_gbps or 0.0),
             max(self.rx_gbps, rate.rx_gbps or 0.0),
             max(self.duplex_gbps, rate.duplex_gbps or 0.0),
         )
+
+
+Peak = Rates  # a cable's highest intervals
 
 
 STEADY_SHARE = 0.5  # an interval counts as "while the traffic ran" at half the peak interval or more
