@@ -116,9 +116,12 @@ def find(options: InitOptions, say: Callable[[str], None]) -> Found:
         if outcome.returncode == 0 and found:
             names = {p.address: p.name for p in found}
             method, candidates = "mDNS (avahi-browse _ssh._tcp)", [p.address for p in found]
+        elif outcome.returncode != 0:  # no daemon to ask (a node without avahi running), not a failure of ours
+            said = (outcome.stderr.strip().splitlines() or [f"exit status {outcome.returncode}"])[-1]
+            why = "avahi-daemon is not running" if "Daemon not running" in said else f"avahi-browse: {said}"
+            say(f"no mDNS here ({why})")
         else:
-            why = (outcome.stderr.strip().splitlines() or ["no ssh service announced on the fabric"])[-1]
-            say(f"mDNS found nobody ({why})")
+            say("mDNS found nobody (no ssh service announced on the fabric)")
     if not method:
         subnets = [cidr for cidrs in halves.values() for cidr in cidrs]
         targets = sshmesh.probe_targets(subnets, own)
