@@ -77,7 +77,9 @@ def tune_nccl_cmd(
     out = ctx.output(json_mode)
     if not re.fullmatch(r"[a-z_]+", collective):
         raise UsageError(f"--collective {collective!r}: not a collective name", hint="e.g. sendrecv or all_reduce")
-    base = shared_options(5, interval, 2, False, collective, size, size, iters, env, 900)
+    # the bench options the run's record keeps (and their checks: sizes, --env), for the one collective at one size
+    base = shared_options(seconds=5, interval=interval, streams=2, bidir=False, collectives=collective, min_size=size,
+                          max_size=size, iters=iters, env=env, nccl_timeout=900)  # fmt: skip
     options = engine.TuneOptions(collective, parse_size_bytes(size), parse_budget(budget), repeats,
                                  max(5, repeats), iters, env=base.env)  # fmt: skip
     remote = resolve_remote(out, cluster_file, hosts, user)
