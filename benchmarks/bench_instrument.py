@@ -74,12 +74,19 @@ if mode == "mlx5":
             self._format = struct.Struct(f"={len(names)}Q")
             self._values = [1_000_000 + 7 * i for i in range(len(names))]
             self._buffer = bytearray(8 + 8 * len(names))
+            self._view = memoryview(self._buffer)[8:].cast("Q")
 
         def values(self):
             for i in growing:
                 self._values[i] += 12_500_000
             self._format.pack_into(self._buffer, 8, *self._values)
             return self._format.unpack_from(self._buffer, 8)
+
+        def values_view(self):  # as the real reader's: the buffer's u64s in place
+            for i in growing:
+                self._values[i] += 12_500_000
+            self._format.pack_into(self._buffer, 8, *self._values)
+            return self._view
 
         def read(self):
             return dict(zip(self.names, self.values()))
@@ -320,7 +327,7 @@ def bench_pipeline(repeats: int, seconds: float, interval: float) -> dict[str, A
 
 
 # -------------------------------------------------------------------------------------------------- 3. observer
-def bench_observer(repeats: int, seconds: int) -> dict[str, Any]:
+def bench_observer(repeats: int, seconds: int, live_arm: bool = True) -> dict[str, Any]:
     from wirespeed.core.tools import iperf3
 
     wirespeed = [sys.executable, "-m", "wirespeed"]
@@ -373,26 +380,49 @@ def bench_observer(repeats: int, seconds: int) -> dict[str, Any]:
         ours.clear()
         ours_wire.clear()
         theirs.clear()
-        for _ in range(repeats):
+        for i in range(repeats):  # each round said as it ends: a run cut by a time limit keeps what it measured
             by_wirespeed()
             by_hand()
-            by_wirespeed(live=True)
+            if live_arm:
+                by_wirespeed(live=True)
+            live = f" live {ours_live[-1]:.2f}" if live_arm else ""
+            print(
+                f"   round {i + 1}/{repeats} ({time.strftime('%H:%M:%S')}): plain {ours[-1]:.2f}{live}"
+                f" by hand {theirs[-1]:.2f} Gb/s, ratio {ours[-1] / theirs[-1]:.3f}",
+                flush=True,
+            )
     result: dict[str, Any] = {
         "seconds": seconds,
         "repeats": repeats,
         "wirespeed_gbps": median_spread(ours),
-        "wirespeed_live_gbps": median_spread(ours_live),
         "by_hand_gbps": median_spread(theirs),
         "wirespeed_all": ours,
         "wirespeed_live_all": ours_live,
         "by_hand_all": theirs,
         "argv": argv_seen,
     }
+    if ours_live:
+        result["wirespeed_live_gbps"] = median_spread(ours_live)
     if ours_wire:
         result["wirespeed_wire_gbps"] = median_spread(ours_wire)
     result["ratio"] = result["wirespeed_gbps"][0] / result["by_hand_gbps"][0]
-    result["ratio_live"] = result["wirespeed_live_gbps"][0] / result["by_hand_gbps"][0]
+    result["paired"] = paired_ratios(ours, theirs)
+    if live_arm:
+        result["ratio_live"] = result["wirespeed_live_gbps"][0] / result["by_hand_gbps"][0]
+        result["paired_live"] = paired_ratios(ours_live, theirs)
     return result
+
+
+def paired_ratios(ours: list[float], theirs: list[float], resamples: int = 10000) -> dict[str, float]:
+    """Each round's wirespeed/by-hand ratio: their median and its 95% bootstrap interval (seeded: the same
+    figures give the same interval)."""
+    import random
+
+    ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
+    draw = random.Random(20)
+    medians = sorted(statistics.median(draw.choices(ratios, k=len(ratios))) for _ in range(resamples))
+    return {"median": statistics.median(ratios), "low": medians[int(0.025 * resamples)],
+            "high": medians[int(0.975 * resamples) - 1], "rounds": len(ratios)}  # fmt: skip
 
 
 def in_a_terminal(argv: list[str], env: dict[str, str], columns: int = 120, lines: int = 40) -> int:
@@ -464,6 +494,7 @@ def main() -> int:
     parser.add_argument("--interval", type=float, default=0.01, help="sampling interval of the pipeline")
     parser.add_argument("--tcp-seconds", type=int, default=8)
     parser.add_argument("--tcp-repeats", type=int, default=5)
+    parser.add_argument("--no-live-arm", action="store_true", help="observer: plain lines and by hand only")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if os.geteuid() != 0:
@@ -491,13 +522,19 @@ def main() -> int:
             m, lo, hi = pipe[name]
             print(f"   {name:12} {m:9.1f}  [{lo:.1f}-{hi:.1f}]")
     if "observer" in only:
-        obs = report["observer"] = bench_observer(args.tcp_repeats, args.tcp_seconds)
+        obs = report["observer"] = bench_observer(args.tcp_repeats, args.tcp_seconds, not args.no_live_arm)
         print(f"3. observer effect, tcp-single {args.tcp_seconds} s on unshaped halves, A/B x{args.tcp_repeats} (Gb/s)")
         for name in ("wirespeed_gbps", "wirespeed_live_gbps", "by_hand_gbps", "wirespeed_wire_gbps"):
             if name in obs:
                 m, lo, hi = obs[name]
                 print(f"   {name:22} {m:8.2f}  [{lo:.2f}-{hi:.2f}]")
-        print(f"   ratio wirespeed/by hand: {obs['ratio']:.3f} (plain), {obs['ratio_live']:.3f} (live view)")
+        for key, label in (("paired", "plain lines"), ("paired_live", "live view")):
+            if key in obs:
+                p = obs[key]
+                print(
+                    f"   wirespeed/by hand, {label}: median of {p['rounds']} rounds {p['median']:.3f}"
+                    f" (95% interval {p['low']:.3f}-{p['high']:.3f})"
+                )
     print(json.dumps(report))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")

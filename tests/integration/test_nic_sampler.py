@@ -56,6 +56,8 @@ import json, subprocess
 from wirespeed.adapters.ethtool_ioctl import StatsReader, read_stats, EthtoolError
 from wirespeed.core.parsers.ethtool import parse_stats
 ours = read_stats("wsa0")
+with StatsReader("wsa0") as reader:
+    view = dict(zip(reader.names, reader.values_view()))  # the same u64s, seen in place
 theirs = parse_stats(subprocess.run(["ethtool", "-S", "wsa0"], capture_output=True, text=True).stdout)
 errors = []
 for name in ("nope0", "lo"):
@@ -63,11 +65,12 @@ for name in ("nope0", "lo"):
         errors.append([name, read_stats(name)])
     except EthtoolError as exc:
         errors.append([name, str(exc)])
-print(json.dumps({"ours": ours, "theirs": theirs, "errors": errors}))
+print(json.dumps({"ours": ours, "theirs": theirs, "errors": errors, "view": view}))
 """
     data = inside(netns, code)
     assert isinstance(data, dict)
     assert data["ours"] == data["theirs"] and "peer_ifindex" in data["ours"]
+    assert data["view"] == data["ours"]
     assert data["errors"] == [["nope0", "[Errno 19] nope0: no such interface"], ["lo", {}]]
 
 
@@ -96,6 +99,26 @@ print(json.dumps([sample_to_json(x) for x in (first, second, third, fourth)]))
     assert third["missing"] == ["wsb0"] and "wsb0" not in third["ifaces"]  # gone: no invented reading
     # veths have no PCI function to follow, so a renamed veth stays missing; the sampler goes on
     assert fourth["missing"] == ["wsb0"] and "wsa0" in fourth["ifaces"]
+
+
+def test_steady_lines_count_traffic_as_full_readings_do(netns: str) -> None:
+    code = """
+import json, subprocess
+from wirespeed.adapters.nicsampler import NodeSampler
+s = NodeSampler("n1", ["wsa0", "wsb0"])
+lines = [s.line(), s.line()]
+steady = s._steady is not None
+subprocess.run(["ping", "-c", "3", "-i", "0.01", "-s", "1000", "-I", "wsa0", "198.18.254.9"], capture_output=True)
+lines.append(s.line())
+s._steady = None
+lines.append(s.line())
+print(json.dumps({"steady": steady, "lines": [json.loads(x) for x in lines]}))
+"""
+    data = inside(netns, code)
+    assert isinstance(data, dict) and data["steady"]
+    first, _, steady, full = (line["ifaces"]["wsa0"]["netdev"]["tx_bytes"] for line in data["lines"])
+    assert steady - first >= 3 * 1000 and full >= steady
+    assert [sorted(line["ifaces"]) for line in data["lines"]] == [["wsa0", "wsb0"]] * 4
 
 
 def test_names_are_decoded_from_a_gstrings_reply() -> None:

@@ -55,6 +55,8 @@ class FakeReader:
         self.reads += 1
         return tuple(1000 * (i + 1) + self.reads for i in range(len(self.names)))
 
+    values_view = values
+
     def close(self) -> None:
         pass
 
@@ -152,6 +154,105 @@ def test_proc_net_dev_fields_are_the_kernel_digits() -> None:
         "lo": lo + lo
     }  # not a number: left out
     assert nicsampler.parse_proc_net_dev(NET_DEV)["eth9"]["tx_carrier_errors"] == 10
+
+
+class Clock:
+    """The sampler's clocks, moved by hand: lines made at the same times from the same counters are the same."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time(self) -> float:
+        return self.now + 1.7e9
+
+
+@pytest.fixture
+def steady_node(fake_node: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Clock]:
+    """The fake node with fixed clocks, a fixed /proc/stat and RDMA port counters on mlx0."""
+    clock = Clock()
+    monkeypatch.setattr(nicsampler, "time", clock)
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  1 2 3 4 5 6 7 8\ncpu0 1 2 3 4 5 6 7 8\ncpu1 10 20 30 40 50 60 70 80\n")
+    net_dev = tmp_path / "net_dev"
+    real = nicsampler.ProcFile
+    files = {"/proc/net/dev": net_dev, "/proc/stat": stat}
+    monkeypatch.setattr(nicsampler, "ProcFile", lambda path: real(str(files.get(path, path))))
+    port = fake_node / "mlx0" / "device" / "infiniband" / "mlx5_0" / "ports" / "1"
+    (port / "counters").mkdir(parents=True)
+    (port / "counters" / "port_xmit_data").write_text("4000\n")
+    (port / "counters" / "port_rcv_data").write_text("5000\n")
+    (port / "counters" / "symbol_error").write_text("3\n")
+    yield clock
+
+
+def _full(sampler: nicsampler.NodeSampler) -> str:
+    sampler._steady = None
+    return sampler.line()
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [
+        {"mlx0": NAMES, "eth9": ("rx_queue_0_xdp_drops",)},  # PHY counters on one, the kernel's on the other
+        {"mlx0": ('tx_"{x}"_%d_errors_phy', "tx_bytes_phy", "rx_bytes_phy"), "eth9": ("rx_errors_{0}", "tx_errors")},
+    ],
+)
+def test_a_steady_line_is_the_full_reading_s_line(
+    steady_node: Clock, monkeypatch: pytest.MonkeyPatch, sets: dict[str, tuple[str, ...]]
+) -> None:
+    """Two samplers read the same counters at the same times; one makes every line from a full reading."""
+    monkeypatch.setattr(FakeReader, "sets", sets)
+    monkeypatch.setattr(nicsampler, "select_counters", lambda names: [n for n in names if n != "rx_queue_0_xdp_drops"])
+    steady, full = (
+        nicsampler.NodeSampler("spark-1", ["mlx0", "eth9"]),
+        nicsampler.NodeSampler("spark-1", ["mlx0", "eth9"]),
+    )
+    try:
+        lines: list[tuple[str, str]] = []
+        for step in (0.0, 0.01, 0.05, 0.2, 0.35):
+            steady_node.now += step
+            lines.append((steady.line(), _full(full)))
+        assert steady._steady is not None  # the lines after the first came from the layout
+    finally:
+        steady.close()
+        full.close()
+    for mine, theirs in lines:
+        assert mine == theirs
+    data = json.loads(lines[-1][0])
+    assert data["ifaces"]["mlx0"]["rdma"] == {"port_xmit_data": 4000, "port_rcv_data": 5000, "symbol_error": 3}
+    assert data["ifaces"]["eth9"]["netdev"]["tx_carrier_errors"] == 10
+    assert data["cpu"] == [[1, 2, 3, 4, 5, 6, 7, 8], [10, 20, 30, 40, 50, 60, 70, 80]]  # read at 0.1 s or more
+    assert [json.loads(a)["cpu"] == [] for a, _ in lines] == [False, True, True, False, False]
+
+
+def test_the_steady_layout_gives_way_to_a_full_reading(steady_node: Clock, tmp_path: Path) -> None:
+    """Once a second, and whenever an interface's place in /proc/net/dev or its digits change."""
+    sampler = nicsampler.NodeSampler("n1", ["eth9"])
+    net_dev = tmp_path / "net_dev"
+    try:
+        sampler.line()
+        first = sampler._steady
+        assert first is not None
+        steady_node.now += 0.5
+        sampler.line()
+        assert sampler._steady is first  # steady
+        steady_node.now += nicsampler.RESCAN_S
+        sampler.line()
+        assert sampler._steady is not first  # a full reading, and a new layout
+        second = sampler._steady
+        net_dev.write_text(NET_DEV.replace("  eth9:", "  eth0: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n  eth9:"))
+        steady_node.now += 0.01
+        assert json.loads(sampler.line())["ifaces"]["eth9"]["netdev"]["rx_bytes"] == 9000000000  # moved down
+        assert sampler._steady is not second
+        net_dev.write_text(NET_DEV.replace("9000000000", "-1"))
+        steady_node.now += 0.01
+        data = json.loads(sampler.line())  # not a number: a full reading, which leaves it out
+        assert data["missing"] == ["eth9"] and sampler._steady is None
+    finally:
+        sampler.close()
 
 
 class FakeStdout(io.TextIOBase):

@@ -18,7 +18,7 @@ import mmap
 import os
 import socket
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import TypeAlias
 
@@ -179,6 +179,8 @@ class StatsReader:
         self._stats: KernelBuffer | None = None
         self._stats_ifreq = b""
         self._format = values_struct(0)
+        self._view: memoryview | None = None  # values_view's cast of the buffer it was made from
+        self._view_of: KernelBuffer | None = None
         try:
             self._load_names()
         except EthtoolError:
@@ -202,6 +204,7 @@ class StatsReader:
             self._sock.close()
             self._sock = None
         self._stats = None
+        self._view = self._view_of = None
 
     def _error(self, code: int, detail: str = "") -> EthtoolError:
         """An EthtoolError that names the interface and says in a few words what the kernel's errno means here."""
@@ -278,6 +281,23 @@ class StatsReader:
 
     def values(self) -> tuple[int, ...]:
         """The values now, in the order of `names` (read again first whenever the driver's count changed)."""
+        buffer = self._fill()
+        return () if buffer is None else self._format.unpack_from(buffer.view, _GSTATS_HEAD.size)
+
+    def values_view(self) -> Sequence[int]:
+        """The values now as u64s seen in place in the kernel's reply, in the order of `names`; valid until the
+        next read. Taking a few of an mlx5's several hundred this way makes no int object for the others."""
+        buffer = self._fill()
+        if buffer is None:
+            return ()
+        if self._view is None or self._view_of is not buffer or len(self._view) != len(self.names):
+            self._view = buffer.view[_GSTATS_HEAD.size : _GSTATS_HEAD.size + 8 * len(self.names)].cast("Q")
+            self._view_of = buffer
+        return self._view
+
+    def _fill(self) -> KernelBuffer | None:
+        """One GSTATS into the values' buffer (names read again whenever the driver's count changed); None for a
+        driver without statistics."""
         if not self.names:
             self._load_names()  # a driver without statistics: one GSSET_INFO, in case some appeared
         for _ in range(ATTEMPTS):
@@ -285,7 +305,7 @@ class StatsReader:
             if buffer is None:
                 if self._fd < 0:
                     raise self._error(errno.EBADF)
-                return ()
+                return None
             try:
                 self._ioctl(self._stats_ifreq)  # the kernel leaves cmd as it was and sets n_stats: no repacking
             except EthtoolError as exc:
@@ -293,7 +313,7 @@ class StatsReader:
                     raise
             else:
                 if stats_count(buffer.view) == len(self.names):
-                    return self._format.unpack_from(buffer.view, _GSTATS_HEAD.size)
+                    return buffer
             self._load_names()  # the count changed (or the set outgrew the buffer): names first, then values
         raise self._error(errno.EAGAIN)
 

@@ -305,7 +305,7 @@ def sample_from_json(data: Mapping[str, Any], line: str | None = None) -> NodeSa
         node=str(data["node"]),
         t=float(data["t"]),
         ifaces=ifaces,
-        cpu=[tuple(int(v) for v in core) for core in data.get("cpu", [])],
+        cpu=[tuple(map(int, core)) for core in data.get("cpu", [])],
         wall=float(data["wall"]) if data.get("wall") is not None else None,
         missing=tuple(data.get("missing", ())),
         renamed=dict(data.get("renamed", {})),
@@ -315,7 +315,7 @@ def sample_from_json(data: Mapping[str, Any], line: str | None = None) -> NodeSa
 
 def _counters(raw: Mapping[str, Any] | None) -> dict[str, int]:
     """A line's counters as ints (a number that is not one raises); an empty or absent object costs nothing."""
-    return {k: int(v) for k, v in raw.items()} if raw else {}
+    return dict(zip(raw, map(int, raw.values()), strict=True)) if raw else {}
 
 
 def sample_line(sample: NodeSample) -> str:
