@@ -8,6 +8,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from wirespeed.adapters.affinity import kept_off
 from wirespeed.core.ladder import diagnose, first_pair_flows
 from wirespeed.core.results import Ceiling, Flow, FlowResult, NotRunnable, RungResult
 from wirespeed.core.tools import iperf3
@@ -64,8 +65,10 @@ def measure_flows(
             if sink is not None:
                 sink.append(r)
 
-    runs = run_pairs(remote, commands, run_dir, not_listening=iperf3.NOT_LISTENING, timeout_s=seconds + 30.0,
-                     on_done=done)  # fmt: skip
+    pinned = {i % cores for i in range(len(flows))} if cores >= len(flows) else set()
+    with kept_off(pinned):  # wirespeed's own threads stay off the clients' cores, should it run on that node
+        runs = run_pairs(remote, commands, run_dir, not_listening=iperf3.NOT_LISTENING, timeout_s=seconds + 30.0,
+                         on_done=done)  # fmt: skip
     # A server that failed is known only once it is stopped, after its client's result was kept: its note (a node
     # that lost its connection, say) joins the failure it explains.
     for index, run in enumerate(runs):
