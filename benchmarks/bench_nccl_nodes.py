@@ -82,6 +82,21 @@ def bootstrap_median_ci(values: list[float], draws: int = 10000, seed: int = 1) 
     return [medians[int(0.025 * draws)], medians[int(0.975 * draws) - 1]]
 
 
+def summarize(args: argparse.Namespace, rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "collective": args.collective,
+        "size": args.size,
+        "half_rate": args.half_rate,
+        "interval_s": args.interval,
+        "rounds": rounds,
+        "median_hand_busbw_GBps": statistics.median(r["hand_busbw_GBps"] for r in rounds),
+        "median_wirespeed_busbw_GBps": statistics.median(r["wirespeed_busbw_GBps"] for r in rounds),
+        "median_ratio": statistics.median(r["ratio"] for r in rounds),
+        "ratio_range": [min(r["ratio"] for r in rounds), max(r["ratio"] for r in rounds)],
+        "ratio_median_ci95": bootstrap_median_ci([r["ratio"] for r in rounds]),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -114,20 +129,11 @@ def main() -> int:
                 row["ratio"] = row["wirespeed_busbw_GBps"] / row["hand_busbw_GBps"]
                 rounds.append(row)
                 print(json.dumps(row), flush=True)
+                if args.json:  # after every round: a run cut by a time limit keeps what it measured
+                    args.json.write_text(json.dumps(summarize(args, rounds), indent=1) + "\n")
     finally:
         wirespeed("testbed", "down", "--prefix", PREFIX, check=False)
-    summary = {
-        "collective": args.collective,
-        "size": args.size,
-        "half_rate": args.half_rate,
-        "interval_s": args.interval,
-        "rounds": rounds,
-        "median_hand_busbw_GBps": statistics.median(r["hand_busbw_GBps"] for r in rounds),
-        "median_wirespeed_busbw_GBps": statistics.median(r["wirespeed_busbw_GBps"] for r in rounds),
-        "median_ratio": statistics.median(r["ratio"] for r in rounds),
-        "ratio_range": [min(r["ratio"] for r in rounds), max(r["ratio"] for r in rounds)],
-        "ratio_median_ci95": bootstrap_median_ci([r["ratio"] for r in rounds]),
-    }
+    summary = summarize(args, rounds)
     print(json.dumps({k: v for k, v in summary.items() if k != "rounds"}))
     if args.json:
         args.json.write_text(json.dumps(summary, indent=1) + "\n")

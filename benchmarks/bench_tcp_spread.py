@@ -5,7 +5,7 @@ pinned (what the tcp rungs do) or both ends on different cores: the arms alterna
 Why: bounding the observer effect at 2% needs runs that repeat within a few percent; the tcp-single rung on an
 unshaped testbed spread 27-43% between runs even on an idle 16-core machine.
 
-    sudo .venv/bin/python benchmarks/bench_tcp_pinning.py [--runs 8] [--seconds 5] [--server-core N]
+    sudo .venv/bin/python benchmarks/bench_tcp_spread.py [--runs 8] [--seconds 5] [--server-core N]
 """
 
 from __future__ import annotations
