@@ -247,10 +247,19 @@ def test_the_steady_layout_gives_way_to_a_full_reading(steady_node: Clock, tmp_p
         steady_node.now += 0.01
         assert json.loads(sampler.line())["ifaces"]["eth9"]["netdev"]["rx_bytes"] == 9000000000  # moved down
         assert sampler._steady is not second
+        sampler.line()
+        assert sampler._steady is not None
         net_dev.write_text(NET_DEV.replace("9000000000", "-1"))
         steady_node.now += 0.01
         data = json.loads(sampler.line())  # not a number: a full reading, which leaves it out
         assert data["missing"] == ["eth9"] and sampler._steady is None
+        net_dev.write_text(NET_DEV)
+        steady_node.now += 0.01
+        sampler.line()
+        assert sampler._steady is not None
+        net_dev.write_text(NET_DEV.rsplit(" 6 7 8 9 10 0", 1)[0] + "\n")  # its line cut short
+        steady_node.now += 0.01
+        assert json.loads(sampler.line())["missing"] == ["eth9"]
     finally:
         sampler.close()
 

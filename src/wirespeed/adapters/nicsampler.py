@@ -449,9 +449,9 @@ class NodeSampler:
                 tokens = self._net_dev.read().split()
                 if steady.netdev_names(tokens) != steady.netdev_expected:
                     return None  # an interface came or went: its counters moved
+                digits = steady.netdev_digits(tokens)
             except (OSError, IndexError):
                 return None
-            digits = steady.netdev_digits(tokens)
             if not "".join(digits).isdigit():
                 return None
             values += digits
