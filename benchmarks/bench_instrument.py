@@ -77,10 +77,7 @@ if mode == "mlx5":
             self._view = memoryview(self._buffer)[8:].cast("Q")
 
         def values(self):
-            for i in growing:
-                self._values[i] += 12_500_000
-            self._format.pack_into(self._buffer, 8, *self._values)
-            return self._format.unpack_from(self._buffer, 8)
+            return tuple(self.values_view())
 
         def values_view(self):  # as the real reader's: the buffer's u64s in place
             for i in growing:

@@ -43,8 +43,11 @@ def measure_flows(
     into `sink` as each client finishes (a rung cut short keeps them)."""
     base_port = random.randint(20000, 40000)  # noqa: S311 - a port choice, not a secret
     commands = []
+    pinned: set[int] = set()  # the clients' cores, where a node has a core for each
     for i, flow in enumerate(flows):
         core = i % cores if cores >= len(flows) else None  # pin only when each flow gets its own core
+        if core is not None:
+            pinned.add(core)
         client = iperf3.client_argv(flow.source_address, flow.target_address, base_port + i, seconds=seconds,
                                     streams=streams, bidir=bidir, core=core)  # fmt: skip
         commands.append(
@@ -65,7 +68,6 @@ def measure_flows(
             if sink is not None:
                 sink.append(r)
 
-    pinned = {i % cores for i in range(len(flows))} if cores >= len(flows) else set()
     with kept_off(pinned):  # wirespeed's own threads stay off the clients' cores, should it run on that node
         runs = run_pairs(remote, commands, run_dir, not_listening=iperf3.NOT_LISTENING, timeout_s=seconds + 30.0,
                          on_done=done)  # fmt: skip
