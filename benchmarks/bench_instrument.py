@@ -324,7 +324,7 @@ def bench_pipeline(repeats: int, seconds: float, interval: float) -> dict[str, A
 
 
 # -------------------------------------------------------------------------------------------------- 3. observer
-def bench_observer(repeats: int, seconds: int, live_arm: bool = True) -> dict[str, Any]:
+def bench_observer(repeats: int, seconds: int, live_arm: bool = True, plain_arm: bool = True) -> dict[str, Any]:
     from wirespeed.core.tools import iperf3
 
     wirespeed = [sys.executable, "-m", "wirespeed"]
@@ -378,20 +378,28 @@ def bench_observer(repeats: int, seconds: int, live_arm: bool = True) -> dict[st
         ours_wire.clear()
         theirs.clear()
         for i in range(repeats):  # each round said as it ends: a run cut by a time limit keeps what it measured
-            by_wirespeed()
-            by_hand()
-            if live_arm:
+            if plain_arm:
+                by_wirespeed()
+                by_hand()
+                if live_arm:
+                    by_wirespeed(live=True)
+            elif i % 2:  # live view and by hand only: which goes first alternates, so drift favours neither
                 by_wirespeed(live=True)
+                by_hand()
+            else:
+                by_hand()
+                by_wirespeed(live=True)
+            plain = f" plain {ours[-1]:.2f}" if plain_arm else ""
             live = f" live {ours_live[-1]:.2f}" if live_arm else ""
+            ratio = (ours if plain_arm else ours_live)[-1] / theirs[-1]
             print(
-                f"   round {i + 1}/{repeats} ({time.strftime('%H:%M:%S')}): plain {ours[-1]:.2f}{live}"
-                f" by hand {theirs[-1]:.2f} Gb/s, ratio {ours[-1] / theirs[-1]:.3f}",
+                f"   round {i + 1}/{repeats} ({time.strftime('%H:%M:%S')}):{plain}{live}"
+                f" by hand {theirs[-1]:.2f} Gb/s, ratio {ratio:.3f}",
                 flush=True,
             )
     result: dict[str, Any] = {
         "seconds": seconds,
         "repeats": repeats,
-        "wirespeed_gbps": median_spread(ours),
         "by_hand_gbps": median_spread(theirs),
         "wirespeed_all": ours,
         "wirespeed_live_all": ours_live,
@@ -402,8 +410,10 @@ def bench_observer(repeats: int, seconds: int, live_arm: bool = True) -> dict[st
         result["wirespeed_live_gbps"] = median_spread(ours_live)
     if ours_wire:
         result["wirespeed_wire_gbps"] = median_spread(ours_wire)
-    result["ratio"] = result["wirespeed_gbps"][0] / result["by_hand_gbps"][0]
-    result["paired"] = paired_ratios(ours, theirs)
+    if ours:
+        result["wirespeed_gbps"] = median_spread(ours)
+        result["ratio"] = result["wirespeed_gbps"][0] / result["by_hand_gbps"][0]
+        result["paired"] = paired_ratios(ours, theirs)
     if live_arm:
         result["ratio_live"] = result["wirespeed_live_gbps"][0] / result["by_hand_gbps"][0]
         result["paired_live"] = paired_ratios(ours_live, theirs)
@@ -492,12 +502,16 @@ def main() -> int:
     parser.add_argument("--tcp-seconds", type=int, default=8)
     parser.add_argument("--tcp-repeats", type=int, default=5)
     parser.add_argument("--no-live-arm", action="store_true", help="observer: plain lines and by hand only")
+    parser.add_argument("--no-plain-arm", action="store_true", help="observer: live view and by hand only")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("bench_instrument: needs root (namespaces and testbeds)", file=sys.stderr)
         return 2
     only = set(args.only.split(","))
+    if args.no_live_arm and args.no_plain_arm:
+        print("bench_instrument: --no-live-arm and --no-plain-arm leave nothing to compare", file=sys.stderr)
+        return 2
     sys.path.insert(0, str(SRC))
     report: dict[str, Any] = {"benchmark": "instrument", "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count()}
     rusage0 = resource.getrusage(resource.RUSAGE_SELF)
@@ -519,7 +533,9 @@ def main() -> int:
             m, lo, hi = pipe[name]
             print(f"   {name:12} {m:9.1f}  [{lo:.1f}-{hi:.1f}]")
     if "observer" in only:
-        obs = report["observer"] = bench_observer(args.tcp_repeats, args.tcp_seconds, not args.no_live_arm)
+        obs = report["observer"] = bench_observer(
+            args.tcp_repeats, args.tcp_seconds, live_arm=not args.no_live_arm, plain_arm=not args.no_plain_arm
+        )
         print(f"3. observer effect, tcp-single {args.tcp_seconds} s on unshaped halves, A/B x{args.tcp_repeats} (Gb/s)")
         for name in ("wirespeed_gbps", "wirespeed_live_gbps", "by_hand_gbps", "wirespeed_wire_gbps"):
             if name in obs:
