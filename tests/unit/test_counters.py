@@ -533,3 +533,44 @@ def test_what_a_reading_derives_is_kept_and_callers_get_copies() -> None:
     rate = iface_rate(reading, later, 1.0)
     assert rate.errors == {"rx_discards_phy": 2}  # unchanged counters are not "grew by 0"
     assert rate.tx_gbps == pytest.approx(0.008) and rate.rdma_tx_gbps == 0.0
+
+
+def test_readings_with_the_same_names_share_one_plan() -> None:
+    before = IfaceReading(stats=selected_real(), netdev={"tx_bytes": 1, "rx_dropped": 0})
+    after = IfaceReading(stats=grown(selected_real(), rx_discards_phy=3), netdev={"tx_bytes": 2, "rx_dropped": 0})
+    assert before.derived().plan is after.derived().plan
+    assert after.derived() is after.derived()  # taken once
+    assert iface_rate(before, after, 1.0).errors == {"rx_discards_phy": 3}
+
+
+def test_error_growth_across_a_change_of_names() -> None:
+    """A counter appears and another grows in the same interval: two plans, compared name by name."""
+    before = IfaceReading(netdev={"tx_bytes": 0, "rx_bytes": 0, "rx_dropped": 5})
+    after = IfaceReading(netdev={"tx_bytes": 125, "rx_bytes": 0, "rx_dropped": 9, "tx_dropped": 7})
+    assert before.derived().plan is not after.derived().plan
+    rate = iface_rate(before, after, 1.0)
+    assert rate.errors == {"netdev:rx_dropped": 4}  # tx_dropped is first seen, not growth
+    assert rate.source == "netdev" and rate.tx_gbps == pytest.approx(1e-6) and rate.rx_gbps == 0.0
+
+
+def test_one_direction_without_its_counter_has_no_rate() -> None:
+    before = IfaceReading(netdev={"tx_bytes": 0})
+    after = IfaceReading(netdev={"tx_bytes": 1_250_000_000})
+    rate = iface_rate(before, after, 1.0)
+    assert rate.tx_gbps == pytest.approx(10.0) and rate.rx_gbps is None
+
+
+def test_no_rate_over_no_time() -> None:
+    before = IfaceReading(stats=selected_real())
+    after = IfaceReading(stats=grown(selected_real(), tx_bytes_phy=1))
+    rate = iface_rate(before, after, 0.0)
+    assert (rate.tx_gbps, rate.rx_gbps, rate.function_tx_gbps) == (None, None, None)
+
+
+def test_an_interval_with_no_error_growth_shares_one_empty_mapping() -> None:
+    a = IfaceReading(netdev={"tx_bytes": 0, "rx_dropped": 1})
+    b = IfaceReading(netdev={"tx_bytes": 9, "rx_dropped": 1})
+    errors = iface_rate(a, b, 1.0).errors
+    assert errors == {}
+    with pytest.raises(TypeError):
+        errors["x"] = 1  # type: ignore[index]

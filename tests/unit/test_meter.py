@@ -336,6 +336,21 @@ def test_sample_from_json_minimal_and_bad() -> None:
         sample_from_json({"node": "n", "t": "soon", "ifaces": {}})
 
 
+def test_counters_from_a_line_are_checked_without_copying() -> None:
+    netdev_counters = {"tx_bytes": 1, "rx_bytes": 2}
+    got = sample_from_json({"node": "n", "t": 1, "ifaces": {A: {"netdev": netdev_counters}}})
+    assert got.ifaces[A].netdev is netdev_counters  # all ints, as the agent writes them: kept as decoded
+    converted = sample_from_json({"node": "n", "t": 1, "ifaces": {A: {"netdev": {"tx_bytes": "7", "rx_bytes": 2.0}}}})
+    assert converted.ifaces[A].netdev == {"tx_bytes": 7, "rx_bytes": 2}
+    assert all(type(v) is int for v in converted.ifaces[A].netdev.values())
+    for bad in ({"tx_bytes": "many"}, {"tx_bytes": None}, [1, 2], "tx_bytes"):
+        with pytest.raises((ValueError, TypeError)):
+            sample_from_json({"node": "n", "t": 1, "ifaces": {A: {"netdev": bad}}})
+    for shape in ({"node": "n", "t": 1, "ifaces": [A]}, {"node": "n", "t": 1, "ifaces": {A: [1]}}, [1]):
+        with pytest.raises(TypeError):
+            sample_from_json(shape)  # type: ignore[arg-type]
+
+
 def test_view_to_json_numbers_with_units_in_the_keys() -> None:
     meter = Meter([LAYOUT])
     cpu1 = [(100, 0, 50, 800, 50, 0, 0, 0)]

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from functools import lru_cache
+from typing import Any, NamedTuple, Protocol
 
 from wirespeed.core.counters import (
     CableRate,
@@ -146,9 +147,8 @@ def steady_rate(series: Sequence[float]) -> tuple[float, int] | None:
     return median, len(busy)
 
 
-@dataclass(frozen=True)
-class NodeView:
-    """One node over the last interval."""
+class NodeView(NamedTuple):
+    """One node over the last interval (a named tuple, as `CableRate` and `IfaceRate` are: one per node-sample)."""
 
     node: str
     seconds: float
@@ -230,13 +230,21 @@ class Meter:
         self.peaks: dict[str, dict[str, Peak]] = {layout.node: {} for layout in layouts}
 
     def _is_shared(self, node: str, cable: Cable, sample: NodeSample) -> bool:
+        """Do the cable's two halves report one shared PHY? Decided once, from the first reading that tells."""
         key = (node, cable.label)
-        if key not in self._shared and len(cable.halves) == 2:
-            a, b = (sample.ifaces.get(h) for h in cable.halves)
-            verdict = phy_shared(a, b) if a is not None and b is not None else None
-            if verdict is not None:
+        verdict = self._shared.get(key)
+        if verdict is None:
+            if len(cable.halves) != 2:
+                verdict = self._shared[key] = False
+            else:
+                a, b = (sample.ifaces.get(h) for h in cable.halves)
+                if a is None or b is None or a.derived().plan.source != "phy" or b.derived().plan.source != "phy":
+                    return False  # cannot tell (yet): counted as two wires
+                verdict = phy_shared(a, b)
+                if verdict is None:
+                    return False
                 self._shared[key] = verdict
-        return self._shared.get(key, False)
+        return verdict
 
     def _cpu_busy(self, sample: NodeSample) -> tuple[float | None, ...]:
         """Busy % per core since the last CPU reading; samples without one (the sampler reads CPU at most ten
@@ -249,73 +257,86 @@ class Meter:
         return busy
 
     def add(self, sample: NodeSample) -> NodeView | None:
-        layout = self.layouts.get(sample.node)
-        previous = self._last.get(sample.node)
-        self._last[sample.node] = sample
+        node = sample.node
+        layout = self.layouts.get(node)
+        previous = self._last.get(node)
+        self._last[node] = sample
         if layout is None or previous is None or sample.t <= previous.t:
             if layout is not None and sample.cpu:
                 self._cpu_busy(sample)
             return None
         seconds = sample.t - previous.t
+        before_ifaces, now_ifaces = previous.ifaces, sample.ifaces
+        peaks = self.peaks[node]
         cables: list[CableRate] = []
         netdev_only: list[str] = []
         for cable in layout.cables:
             halves: dict[str, IfaceRate] = {}
             for half in cable.halves:
-                before, now = previous.ifaces.get(half), sample.ifaces.get(half)
+                before, now = before_ifaces.get(half), now_ifaces.get(half)
                 if before is None or now is None:
                     halves[half] = IfaceRate("gone", None, None)
                     continue
-                half_rate = iface_rate(before, now, seconds)
+                half_rate = halves[half] = iface_rate(before, now, seconds)
                 if half_rate.source == "netdev":
                     netdev_only.append(half)
-                halves[half] = half_rate
-            shared = self._is_shared(sample.node, cable, sample)
-            rate = cable_rate(cable.label, halves, shared, cable.line_rate_gbps)
-            peaks = self.peaks[sample.node]
-            peaks[cable.label] = peaks.get(cable.label, Peak()).update(rate)
+            rate = cable_rate(cable.label, halves, self._is_shared(node, cable, sample), cable.line_rate_gbps)
+            label = cable.label
+            peaks[label] = peaks[label].update(rate) if label in peaks else Peak().update(rate)
             cables.append(rate)
-        warnings = [NETDEV_WARNING.format(names=", ".join(netdev_only))] if netdev_only else []
-        warnings += [f"{old} is now {new}" for old, new in sample.renamed.items()]
-        return NodeView(
-            sample.node,
-            seconds,
-            tuple(cables),
-            dict(self.peaks[sample.node]),
-            self._cpu_busy(sample),
-            tuple(warnings),
-            sample.missing,
-        )
+        warnings: tuple[str, ...] = (_netdev_warning(tuple(netdev_only)),) if netdev_only else ()
+        if sample.renamed:
+            warnings += tuple(f"{old} is now {new}" for old, new in sample.renamed.items())
+        return NodeView(node, seconds, tuple(cables), dict(peaks), self._cpu_busy(sample), warnings, sample.missing)
+
+
+@lru_cache(maxsize=256)  # the same halves every interval
+def _netdev_warning(names: tuple[str, ...]) -> str:
+    return NETDEV_WARNING.format(names=", ".join(names))
 
 
 def sample_from_json(data: Mapping[str, Any], line: str | None = None) -> NodeSample:
     """One JSON line of `wirespeed agent sample` (`line`: its text, kept for the record); raises
-    ValueError/KeyError/TypeError on anything else."""
-    ifaces = {
-        name: IfaceReading(
-            stats=_counters(raw.get("stats")),
-            netdev=_counters(raw.get("netdev")),
-            rdma=_counters(raw.get("rdma")),
-            pci=raw.get("pci"),
-            speed_mbps=raw.get("speed_mbps"),
+    ValueError/KeyError/TypeError on anything else (a list where an object belongs too)."""
+    try:
+        ifaces = {
+            name: IfaceReading(
+                stats=_counters(raw.get("stats")),
+                netdev=_counters(raw.get("netdev")),
+                rdma=_counters(raw.get("rdma")),
+                pci=raw.get("pci"),
+                speed_mbps=raw.get("speed_mbps"),
+            )
+            for name, raw in data["ifaces"].items()
+        }
+        return NodeSample(
+            node=str(data["node"]),
+            t=float(data["t"]),
+            ifaces=ifaces,
+            cpu=[tuple(map(int, core)) for core in data.get("cpu", [])],
+            wall=float(data["wall"]) if data.get("wall") is not None else None,
+            missing=tuple(data.get("missing", ())),
+            renamed=dict(data.get("renamed", {})),
+            line=line,
         )
-        for name, raw in data["ifaces"].items()
-    }
-    return NodeSample(
-        node=str(data["node"]),
-        t=float(data["t"]),
-        ifaces=ifaces,
-        cpu=[tuple(map(int, core)) for core in data.get("cpu", [])],
-        wall=float(data["wall"]) if data.get("wall") is not None else None,
-        missing=tuple(data.get("missing", ())),
-        renamed=dict(data.get("renamed", {})),
-        line=line,
-    )
+    except AttributeError as shape:  # `.items()`/`.get()` of a list or a number: not a sample line
+        raise TypeError(f"not a sample: {shape}") from None
 
 
-def _counters(raw: Mapping[str, Any] | None) -> dict[str, int]:
-    """A line's counters as ints (a number that is not one raises); an empty or absent object costs nothing."""
-    return dict(zip(raw, map(int, raw.values()), strict=True)) if raw else {}
+def _counters(raw: Any) -> Mapping[str, int]:
+    """A line's counters as ints (a number that is not one raises): the decoded object itself when every value is
+    an int already, as the agent writes them (checked by type in C; converting each was a tenth of the
+    controller's work per line); an empty or absent object costs nothing."""
+    if not raw:
+        return {}
+    if not isinstance(raw, dict):
+        raise TypeError(f"counters are not an object: {str(raw)[:40]}")
+    if set(map(type, raw.values())) <= _INT_ONLY:
+        return raw
+    return dict(zip(raw, map(int, raw.values()), strict=True))
+
+
+_INT_ONLY = frozenset({int})
 
 
 def sample_line(sample: NodeSample) -> str:
