@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import IO
 
 from wirespeed.core.counters import is_congestion
-from wirespeed.core.meter import Meter, NodeLayout, NodeSample, NodeView, sample_line, steady_rate
+from wirespeed.core.meter import Meter, NodeLayout, NodeView, sample_line, steady_rate
 from wirespeed.core.results import WireFigures
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.sampling import ClusterSampler
@@ -37,11 +37,14 @@ class WireRecorder:
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        for item in self.sampler.samples(timeout_s=1.0):
-            if isinstance(item, NodeSample):
-                self.record.write(sample_line(item) + "\n")
-                self.record.flush()
-                view = self.meter.add(item)
+        for batch in self.sampler.batches(timeout_s=1.0):
+            if not isinstance(batch, list):
+                continue
+            # One write per node's read: the lines are on disk before they are metered, as they came.
+            self.record.write("".join([sample_line(sample) + "\n" for sample in batch]))
+            self.record.flush()
+            for sample in batch:
+                view = self.meter.add(sample)
                 if view is not None:
                     self.arrived.append(time.monotonic())
                     self.views.append(view)
