@@ -289,7 +289,7 @@ NO_ERRORS: Mapping[str, int] = MappingProxyType({})
 
 class IfaceRate(NamedTuple):
     """One interface over one interval, in Gb/s per direction (None: no rate for this interval). A named tuple,
-    as the interval's other figures (`CableRate`, `NodeView`): immutable, and made four times faster than a
+    as the interval's other figures (`CableRate`, `NodeView`): immutable, and made three times faster than a
     frozen dataclass, several times per node-sample."""
 
     source: str  # "phy" or "netdev"
