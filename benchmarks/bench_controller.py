@@ -28,6 +28,7 @@ from wirespeed.core.meter import (
     sample_to_json,
 )
 from wirespeed.core.parsers.ethtool import parse_stats
+from wirespeed.engine.sampling import decode_line
 from wirespeed.engine.wire import WireRecorder
 
 FIXTURE = Path(__file__).parent.parent.parent / "shared" / "fixtures" / "ethtool"
@@ -81,7 +82,7 @@ def main() -> None:
         views: list[NodeView] = []
         started = time.perf_counter()
         for text in lines:
-            sample = sample_from_json(json.loads(text), text)
+            sample = sample_from_json(decode_line(text), text)  # as `ClusterSampler` decodes it
             if reencode:  # what the recorder did before it kept the node's own line
                 record.write(json.dumps(sample_to_json(sample), separators=(",", ":")) + "\n")
             else:
