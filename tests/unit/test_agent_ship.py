@@ -5,6 +5,7 @@ a home of the test's own."""
 from __future__ import annotations
 
 import base64
+import importlib.metadata as metadata
 import os
 import re
 import shutil
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -21,6 +23,7 @@ from wirespeed.adapters import agentzip
 from wirespeed.adapters.ssh import LocalTransport
 from wirespeed.core import agentship
 from wirespeed.core.agentship import (
+    CONTROLLER_ONLY,
     AgentSource,
     agent_file_name,
     content_digest,
@@ -118,7 +121,24 @@ def test_the_zipapp_holds_wirespeed_and_its_runtime_dependencies_only(built: Pat
     assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".so"))]
     assert not [n for n in names if n.endswith(("/RECORD", "/INSTALLER", "/direct_url.json"))]
     deps = {d.split()[0].lower() for d in agentzip.agent_content().distributions}
-    assert deps == {"click", "rich", "markdown-it-py", "mdurl", "pygments"}  # not pytest, ruff, mypy...
+    assert deps == {"click", "rich", "markdown-it-py", "mdurl", "pygments"}  # not pytest, ruff, mypy, orjson...
+
+
+def test_a_controller_only_dependency_stays_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """orjson is compiled: were it followed, building the agent would fail on every controller that has it."""
+    ours = metadata.distribution("wirespeed")
+
+    class WithOrjson:
+        requires: ClassVar[list[str]] = [*(ours.requires or []), "orjson>=3.9"]
+
+    real = metadata.distribution
+    monkeypatch.setattr(
+        metadata, "distribution", lambda name: WithOrjson() if name == "wirespeed" else real(name)
+    )
+    files, names = agentzip._dependencies()
+    assert not [n for n in names if n.lower().startswith("orjson")]
+    assert not [arc for arc, _ in files if arc.startswith("orjson")]
+    assert "orjson" in CONTROLLER_ONLY
 
 
 def test_a_second_build_reuses_the_file(built: Path) -> None:

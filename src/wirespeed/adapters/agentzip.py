@@ -18,7 +18,13 @@ from pathlib import Path
 
 import wirespeed
 from wirespeed import __version__
-from wirespeed.core.agentship import MAIN_PY, agent_file_name, content_digest, requirement_name
+from wirespeed.core.agentship import (
+    CONTROLLER_ONLY,
+    MAIN_PY,
+    agent_file_name,
+    content_digest,
+    requirement_name,
+)
 from wirespeed.core.errors import WirespeedError
 
 _COMPILED = (".so", ".pyd", ".dylib", ".dll")
@@ -109,7 +115,7 @@ def _dependencies() -> tuple[list[tuple[str, Path]], list[str]]:
     names: list[str] = []
     while todo:
         name, conditional = todo.pop(0)
-        if name in seen:
+        if name in seen or name in CONTROLLER_ONLY:
             continue
         seen.add(name)
         try:

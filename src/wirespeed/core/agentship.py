@@ -17,6 +17,9 @@ from enum import StrEnum
 
 MIN_PYTHON = (3, 11)  # the code uses StrEnum and datetime.UTC
 NODE_CACHE = "~/.cache/wirespeed"  # where the agent lives on a node, as people read it
+# Dependencies only the controller imports, each with a fallback: not carried to the nodes. orjson decodes the
+# agents' lines (the agent writes them, it never reads one) and is compiled, so it could not run on every node.
+CONTROLLER_ONLY = frozenset({"orjson"})
 _NAME_RE = re.compile(r"^agent-[A-Za-z0-9.+_-]+-[0-9a-f]{12}\.pyz$")
 
 # The zipapp's entry point. Children it starts as `sys.executable -m wirespeed` (the rollback timer of
