@@ -11,7 +11,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
@@ -280,6 +280,47 @@ def test_lines_go_out_together_at_short_intervals(fake_node: Path, monkeypatch: 
     lines = out.buffer.getvalue().decode().splitlines()
     assert len(lines) == 12 and all(json.loads(x)["node"] == "n1" for x in lines)
     assert out.flushes <= 12 // 5 + 2  # one write per FLUSH_S (5 lines at 0.01 s), the last at the end
+
+
+class RecordingPipe(io.RawIOBase):
+    """A pipe's end as the kernel sees it: every write() the buffered layer makes, whole."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.writes.append(bytes(data))
+        return len(data)
+
+
+class FakeClock:
+    """time.monotonic and time.sleep for the stream's schedule: sleeping moves the clock, nothing waits."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_lines_held_together_leave_in_one_write(fake_node: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines that overflow stdout's own buffer (a pipe's is 4 KB; 1 KB here for the test's short lines) still go
+    out as one write per FLUSH_S: every write costs sshd, ssh and the controller a wake-up."""
+    pipe = RecordingPipe()
+    stdout = io.TextIOWrapper(io.BufferedWriter(pipe, buffer_size=1024), encoding="utf-8")
+    monkeypatch.setattr("sys.stdout", stdout)
+    monkeypatch.setattr(sampling, "time", FakeClock())
+    sampling.stream_samples("n1", ["eth9"], 0.01, count=12)
+    per_write = [w.count(b"\n") for w in pipe.writes]
+    assert len(pipe.writes[0]) > 1024  # more than the buffer holds
+    assert per_write == [5, 5, 2] and all(w.endswith(b"\n") for w in pipe.writes)
+    assert all(json.loads(line)["node"] == "n1" for line in b"".join(pipe.writes).decode().splitlines())
 
 
 def test_each_line_goes_out_at_once_at_longer_intervals(fake_node: Path, monkeypatch: pytest.MonkeyPatch) -> None:
