@@ -132,9 +132,7 @@ def test_a_controller_only_dependency_stays_behind(monkeypatch: pytest.MonkeyPat
         requires: ClassVar[list[str]] = [*(ours.requires or []), "orjson>=3.9"]
 
     real = metadata.distribution
-    monkeypatch.setattr(
-        metadata, "distribution", lambda name: WithOrjson() if name == "wirespeed" else real(name)
-    )
+    monkeypatch.setattr(metadata, "distribution", lambda name: WithOrjson() if name == "wirespeed" else real(name))
     files, names = agentzip._dependencies()
     assert not [n for n in names if n.lower().startswith("orjson")]
     assert not [arc for arc, _ in files if arc.startswith("orjson")]
