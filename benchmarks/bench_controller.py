@@ -31,7 +31,7 @@ from wirespeed.core.parsers.ethtool import parse_stats
 from wirespeed.engine.sampling import decode_line
 from wirespeed.engine.wire import WireRecorder
 
-FIXTURE = Path(__file__).parent.parent.parent / "shared" / "fixtures" / "ethtool"
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "real" / "ethtool"  # travels with the repo
 HALVES = ("enp1s0f0np0", "enP2p1s0f0np0", "enp1s0f1np1", "enP2p1s0f1np1")
 
 
@@ -98,6 +98,7 @@ def main() -> None:
 
     recorder = WireRecorder.__new__(WireRecorder)  # its figures() alone, over views made above
     recorder.views, recorder.arrived = list(views), [float(i) for i in range(len(views))]
+    recorder.interval_s = args.interval
     t0 = time.perf_counter()
     recorder.figures(between=(0.0, float(len(views))))
     one_round_s = time.perf_counter() - t0
