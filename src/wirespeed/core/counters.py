@@ -13,7 +13,7 @@ unless it was near the top of its width: that interval then has no rate rather t
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import itemgetter
@@ -132,8 +132,9 @@ def select_counters(names: Iterable[str]) -> list[str]:
     return [name for name in names if name in wanted or is_error_counter(name)]
 
 
-def wire_source(stats: Mapping[str, int]) -> str:
-    """ "phy" when the driver counts the physical port (RDMA included), else "netdev" (the kernel stack only)."""
+def wire_source(stats: Container[str]) -> str:
+    """ "phy" when the driver counts the physical port (RDMA included), else "netdev" (the kernel stack only);
+    `stats`: the counters, or their names."""
     return "phy" if all(name in stats for name in PHY) else "netdev"
 
 
@@ -247,7 +248,7 @@ class CounterPlan:
 
 @lru_cache(maxsize=1024)  # an interface's counter names are the same in every reading
 def _plan(stats: tuple[str, ...], netdev: tuple[str, ...], rdma: tuple[str, ...]) -> CounterPlan:
-    phy = all(name in stats for name in PHY)  # as `wire_source` says
+    phy = wire_source(stats) == "phy"
     errors = [tuple(n for n in names if is_error_counter(n)) for names in (stats, netdev, rdma)]
     present_tx = tuple(n for n in VPORT_TX if n in stats)
     present_rx = tuple(n for n in VPORT_RX if n in stats)
@@ -337,7 +338,7 @@ SHARED_FLOOR = 1 << 20  # below 1 MiB in both directions the counters say nothin
 
 def phy_shared(a: IfaceReading, b: IfaceReading) -> bool | None:
     """Do two halves of one port report the same PHY counters (one shared wire)? None: cannot tell (yet)."""
-    if wire_source(a.stats) != "phy" or wire_source(b.stats) != "phy":
+    if a.derived().plan.source != "phy" or b.derived().plan.source != "phy":
         return None  # a half without PHY counters (now, or for good) decides nothing
     pairs = [(a.stats[n], b.stats[n]) for n in ("tx_bytes_phy", "rx_bytes_phy")]
     if all(max(x, y) < SHARED_FLOOR for x, y in pairs):

@@ -238,11 +238,9 @@ class Meter:
                 verdict = self._shared[key] = False
             else:
                 a, b = (sample.ifaces.get(h) for h in cable.halves)
-                if a is None or b is None or a.derived().plan.source != "phy" or b.derived().plan.source != "phy":
-                    return False  # cannot tell (yet): counted as two wires
-                verdict = phy_shared(a, b)
+                verdict = phy_shared(a, b) if a is not None and b is not None else None
                 if verdict is None:
-                    return False
+                    return False  # cannot tell (yet): counted as two wires
                 self._shared[key] = verdict
         return verdict
 
