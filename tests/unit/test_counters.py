@@ -15,6 +15,7 @@ from wirespeed.core.counters import (
     IfaceRate,
     IfaceReading,
     cable_rate,
+    cores_json,
     cpu_busy,
     delta,
     gbps,
@@ -448,6 +449,31 @@ def test_parse_proc_stat_per_core() -> None:
         (300, 0, 150, 1800, 150, 0, 0, 0),
     ]
     assert parse_proc_stat("") == []
+
+
+def test_cores_json_is_the_parsed_cores_as_json() -> None:
+    """The steady line's CPU, made from the digits as they stand, is what parsing and dumping give."""
+    texts = [PROC_STAT_1, PROC_STAT_2, Path("/proc/stat").read_text()]  # the last: this machine's, a real one
+    texts.append(PROC_STAT_1.replace(" 0 0 0\n", "\n"))  # an old kernel's 7 fields
+    for text in texts:
+        made = cores_json(text)
+        assert made is not None and made == json.dumps(parse_proc_stat(text), separators=(",", ":"))
+    assert cores_json("cpu  1 2\nintr 1\n") == "[]"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "cpu0 1 2 3\nintr 1\n",  # no total first
+        "cpu  1 2\ncpu0 1 2\nctxt 3\n",  # no intr line
+        "cpu  1 2\ncpu0 1 2\nbtime 3\nintr 1\n",  # something else among the cores
+        "cpu  1 2\ncpu0 1 -2\nintr 1\n",  # not a JSON number
+        "cpu  1 2\ncpu0 1 2.5\nintr 1\n",
+    ],
+)
+def test_cores_json_leaves_odd_layouts_to_the_parser(text: str) -> None:
+    assert cores_json(text) is None
 
 
 def test_cpu_busy_known_percentages() -> None:

@@ -175,7 +175,10 @@ def steady_node(fake_node: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     clock = Clock()
     monkeypatch.setattr(nicsampler, "time", clock)
     stat = tmp_path / "stat"
-    stat.write_text("cpu  1 2 3 4 5 6 7 8\ncpu0 1 2 3 4 5 6 7 8\ncpu1 10 20 30 40 50 60 70 80\n")
+    stat.write_text(
+        "cpu  11 22 33 44 55 66 77 88 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\ncpu1 10 20 30 40 50 60 70 80 0 0\n"
+        "intr 12345 0 0 7\nctxt 99\nsoftirq 1 2 3\n"
+    )  # as the kernel lays it out: 10 fields, then intr
     net_dev = tmp_path / "net_dev"
     real = nicsampler.ProcFile
     files = {"/proc/net/dev": net_dev, "/proc/stat": stat}

@@ -22,6 +22,7 @@ from wirespeed.core.counters import (
     RDMA_WORDS,
     CpuTimes,
     IfaceReading,
+    cores_json,
     is_error_counter,
     parse_proc_stat,
     select_counters,
@@ -458,14 +459,15 @@ class NodeSampler:
         for iface in steady.rdma_ifaces:
             rdma = self._rdma(iface, with_errors=False)  # error counters: the full reading, once a second
             values.append(json.dumps(rdma, separators=(",", ":")) if rdma else "{}")
-        cpu: list[CpuTimes] = []
+        cpu = "[]"
         if now - self._last_cpu >= CPU_INTERVAL_S:
             self._last_cpu = now
             try:
-                cpu = parse_proc_stat(self._stat.read())
+                text = self._stat.read()
             except OSError:
-                cpu = []
-        values.append(json.dumps(cpu, separators=(",", ":")) if cpu else "[]")
+                text = ""
+            cpu = cores_json(text) or json.dumps(parse_proc_stat(text), separators=(",", ":"))
+        values.append(cpu)
         return steady.template % steady.order(values)
 
     def _full_line(self, reading: _Reading) -> str:

