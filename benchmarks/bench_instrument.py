@@ -4,7 +4,8 @@ counters to the controller's meter and record, and the observer effect on a CPU-
 1. node: `agent sample` of 8 veth interfaces (4 pairs in a namespace of its own) at 100 samples/s, its CPU per
    sample (all threads, /proc/<pid>/task/*/schedstat, ns), against `ethtool -S` on each of the 8 and parsing it;
    and the same agent with mlx5-sized driver sets (the real fixture's names padded with per-channel and
-   per-priority counters to several hundred, decoded from a GSTATS-shaped buffer by the sampler's own code).
+   per-priority counters to several hundred, decoded from a GSTATS-shaped buffer by the sampler's own code; the
+   ioctl's copy into that buffer is one copy of a reading made ahead, so the figure is the agent's work).
 2. pipeline: a 2-node emulated cluster (2 cables, 4 halves a node), `ClusterSampler` + the recorder's work
    (`WireRecorder`: parse, record line, `Meter.add`) at `--interval` 0.01 s: CPU of every process involved (the
    agents, sshd on the nodes, the ssh clients and ControlMaster here, this process's threads) over a steady
@@ -66,23 +67,27 @@ if mode == "mlx5":
     names += [f"{d}_prio{p}_{s}" for p in range(8) for d in ("rx", "tx")
               for s in ("bytes", "packets", "pause", "pause_duration", "pause_transition", "discards")]
     names = tuple(dict.fromkeys(names))
-    growing = [i for i, n in enumerate(names) if "bytes" in n or "packets" in n]
+    growing = {i for i, n in enumerate(names) if "bytes" in n or "packets" in n}
+
+    # What the kernel copies into the GSTATS buffer, made ahead: 100 readings whose traffic counters grow, in turn.
+    fmt = struct.Struct(f"={len(names)}Q")
+    base_values = [1_000_000 + 7 * i for i in range(len(names))]
+    readings = [fmt.pack(*(v + 12_500_000 * k if i in growing else v for i, v in enumerate(base_values)))
+                for k in range(100)]  # fmt: skip
 
     class Reader:  # the ioctl reader's surface, values decoded from a GSTATS-shaped buffer as the real one does
         def __init__(self, iface):
             self.iface, self.names = iface, names
-            self._format = struct.Struct(f"={len(names)}Q")
-            self._values = [1_000_000 + 7 * i for i in range(len(names))]
             self._buffer = bytearray(8 + 8 * len(names))
             self._view = memoryview(self._buffer)[8:].cast("Q")
+            self._next = 0
 
         def values(self):
             return tuple(self.values_view())
 
-        def values_view(self):  # as the real reader's: the buffer's u64s in place
-            for i in growing:
-                self._values[i] += 12_500_000
-            self._format.pack_into(self._buffer, 8, *self._values)
+        def values_view(self):  # as the real reader's: the buffer's u64s in place, filled by one copy (the ioctl's)
+            self._buffer[8:] = readings[self._next]
+            self._next = (self._next + 1) % len(readings)
             return self._view
 
         def read(self):
