@@ -9,7 +9,7 @@ Unshaped halves (`--half-rate none`, the default here) make NCCL's socket thread
 would show; `--half-rate 2gbit` makes the wire the ceiling. Figure: peak out-of-place busbw from nccl-tests' own
 JSON, per round and as the median of the per-round ratios (wirespeed / by hand).
 
-    python3 benchmarks/bench_nccl_nodes.py [--rounds 5] [--collective all_reduce] [--size 256M]
+    python3 benchmarks/bench_nccl_nodes.py [--rounds 5] [--collective all_reduce] [--size 256M] [--iters 20]
         [--half-rate none] [--json out.json]
 """
 
@@ -50,8 +50,8 @@ def on_node1(*argv: str) -> subprocess.CompletedProcess[str]:
 def through_wirespeed(runs: Path, args: argparse.Namespace) -> tuple[float, float, list[str]]:
     started = time.monotonic()
     done = on_node1("wirespeed", "bench", "nccl", "--json", "--no-live", "--runs", str(runs), "--collectives",
-                    args.collective, "--min-size", args.size, "--max-size", args.size, "--interval",
-                    str(args.interval), "--env", "NCCL_NVLS_ENABLE=0")  # fmt: skip
+                    args.collective, "--min-size", args.size, "--max-size", args.size, "--iters", str(args.iters),
+                    "--interval", str(args.interval), "--env", "NCCL_NVLS_ENABLE=0")  # fmt: skip
     elapsed = time.monotonic() - started
     if done.returncode != 0:
         raise SystemExit(f"bench nccl failed: {done.stderr.strip()[-800:]}")
@@ -86,6 +86,7 @@ def summarize(args: argparse.Namespace, rounds: list[dict[str, Any]]) -> dict[st
     return {
         "collective": args.collective,
         "size": args.size,
+        "iters": args.iters,
         "half_rate": args.half_rate,
         "interval_s": args.interval,
         "rounds": rounds,
@@ -102,6 +103,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--collective", default="all_reduce")
     parser.add_argument("--size", default="256M")
+    parser.add_argument("--iters", type=int, default=20, help="nccl-tests -n: longer runs, less spread per round")
     parser.add_argument("--half-rate", default="none")
     parser.add_argument("--interval", type=float, default=0.5)
     parser.add_argument("--json", type=Path)
