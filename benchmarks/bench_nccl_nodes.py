@@ -10,6 +10,7 @@ would show; `--half-rate 2gbit` makes the wire the ceiling. Figure: peak out-of-
 JSON, per round and as the median of the per-round ratios (wirespeed / by hand).
 
     python3 benchmarks/bench_nccl_nodes.py [--rounds 5] [--collective all_reduce] [--size 256M] [--iters 20]
+        [--cores-per-node 0]
         [--half-rate none] [--json out.json]
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import statistics
 import subprocess
@@ -73,6 +75,23 @@ def by_hand(argv: list[str], target: Path) -> tuple[float, float]:
     return max(r.out_of_place.busbw_GBps for r in parsed.rows), elapsed
 
 
+def pin_node(netns: str, cores: set[int]) -> int:
+    """Every thread in `netns` (the node's sshd, and so all it starts later) on `cores`: a node of its own CPUs, as a
+    real node has, where NCCL's socket threads and wirespeed's agent meet. Returns the threads pinned."""
+    inode = os.stat(f"/run/netns/{netns}").st_ino
+    pinned = 0
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            if os.stat(f"/proc/{pid}/ns/net").st_ino != inode:
+                continue
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                os.sched_setaffinity(int(tid), cores)
+                pinned += 1
+        except OSError:  # gone meanwhile
+            continue
+    return pinned
+
+
 def bootstrap_median_ci(values: list[float], draws: int = 10000, seed: int = 1) -> list[float]:
     """The 95% interval of the median of `values` by resampling them (percentile bootstrap, seeded)."""
     import random
@@ -89,6 +108,7 @@ def summarize(args: argparse.Namespace, rounds: list[dict[str, Any]]) -> dict[st
         "iters": args.iters,
         "half_rate": args.half_rate,
         "interval_s": args.interval,
+        "cores_per_node": args.cores_per_node,
         "rounds": rounds,
         "median_hand_busbw_GBps": statistics.median(r["hand_busbw_GBps"] for r in rounds),
         "median_wirespeed_busbw_GBps": statistics.median(r["wirespeed_busbw_GBps"] for r in rounds),
@@ -106,11 +126,17 @@ def main() -> int:
     parser.add_argument("--iters", type=int, default=20, help="nccl-tests -n: longer runs, less spread per round")
     parser.add_argument("--half-rate", default="none")
     parser.add_argument("--interval", type=float, default=0.5)
+    parser.add_argument("--cores-per-node", type=int, default=0,
+                        help="pin node i to cores i*N .. i*N+N-1: less spread from where threads land")  # fmt: skip
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     wirespeed("testbed", "up", "--prefix", PREFIX, "--cables", "2", "--half-rate", args.half_rate)
     rounds: list[dict[str, Any]] = []
     try:
+        for i in range(2 if args.cores_per_node else 0):
+            cores = set(range(i * args.cores_per_node, (i + 1) * args.cores_per_node))
+            pinned = pin_node(f"{PREFIX}{i + 1}", cores)
+            print(f"{PREFIX}{i + 1}: {pinned} threads on cores {min(cores)}-{max(cores)}", flush=True)
         done = on_node1("wirespeed", "init", "--yes")
         if done.returncode != 0:
             raise SystemExit(f"init failed: {done.stderr.strip()[-500:]}")
