@@ -9,8 +9,12 @@ Unshaped halves (`--half-rate none`, the default here) make NCCL's socket thread
 would show; `--half-rate 2gbit` makes the wire the ceiling. Figure: peak out-of-place busbw from nccl-tests' own
 JSON, per round and as the median of the per-round ratios (wirespeed / by hand).
 
+To find what lowers it, one suspect at a time: `--cores-per-node 4` gives each node 4 cores of its own (where a
+lowering showed); `--controller host` takes wirespeed's controller off node 1; `--interval 10` all but stops the
+agents' sampling.
+
     python3 benchmarks/bench_nccl_nodes.py [--rounds 5] [--collective all_reduce] [--size 256M] [--iters 20]
-        [--cores-per-node 0]
+        [--cores-per-node 0] [--controller node1|host]
         [--half-rate none] [--json out.json]
 """
 
@@ -50,10 +54,16 @@ def on_node1(*argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def through_wirespeed(runs: Path, args: argparse.Namespace) -> tuple[float, float, list[str]]:
+    bench = ["bench", "nccl", "--json", "--no-live", "--runs", str(runs), "--collectives", args.collective,
+             "--min-size", args.size, "--max-size", args.size, "--iters", str(args.iters), "--interval",
+             str(args.interval), "--env", "NCCL_NVLS_ENABLE=0"]  # fmt: skip
     started = time.monotonic()
-    done = on_node1("wirespeed", "bench", "nccl", "--json", "--no-live", "--runs", str(runs), "--collectives",
-                    args.collective, "--min-size", args.size, "--max-size", args.size, "--iters", str(args.iters),
-                    "--interval", str(args.interval), "--env", "NCCL_NVLS_ENABLE=0")  # fmt: skip
+    if args.controller == "node1":  # as a user runs it: on the first node, sharing its CPUs with the rank there
+        done = on_node1("wirespeed", *bench)
+    else:  # from outside the nodes: only the agents and the rung's own processes run on them
+        state = load_state(PREFIX)
+        assert state is not None
+        done = wirespeed(*bench, "--cluster", str(state.cluster_file), check=False)
     elapsed = time.monotonic() - started
     if done.returncode != 0:
         raise SystemExit(f"bench nccl failed: {done.stderr.strip()[-800:]}")
@@ -109,6 +119,7 @@ def summarize(args: argparse.Namespace, rounds: list[dict[str, Any]]) -> dict[st
         "half_rate": args.half_rate,
         "interval_s": args.interval,
         "cores_per_node": args.cores_per_node,
+        "controller": args.controller,
         "rounds": rounds,
         "median_hand_busbw_GBps": statistics.median(r["hand_busbw_GBps"] for r in rounds),
         "median_wirespeed_busbw_GBps": statistics.median(r["wirespeed_busbw_GBps"] for r in rounds),
@@ -128,6 +139,12 @@ def main() -> int:
     parser.add_argument("--interval", type=float, default=0.5)
     parser.add_argument("--cores-per-node", type=int, default=0,
                         help="pin node i to cores i*N .. i*N+N-1: less spread from where threads land")  # fmt: skip
+    parser.add_argument(
+        "--controller",
+        choices=("node1", "host"),
+        default="node1",
+        help="where `wirespeed bench` runs: on node 1 (as a user runs it) or outside the nodes",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     wirespeed("testbed", "up", "--prefix", PREFIX, "--cables", "2", "--half-rate", args.half_rate)
