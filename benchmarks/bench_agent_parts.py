@@ -15,7 +15,6 @@ namespace of 8 veths, alternated in one run, CPU per tick from /proc/<pid>/task/
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import statistics
@@ -25,6 +24,7 @@ import threading
 import time
 from pathlib import Path
 
+from procs import task_cpu_ns
 from vethns import veth_namespace
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -118,14 +118,6 @@ VARIANTS = {
     "immediate": "DEFER = False\n" + STEADY,
     "deferred": "DEFER = True\n" + STEADY,
 }
-
-
-def task_cpu_ns(pid: int) -> int:
-    total = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            total += int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
-    return total
 
 
 def per_tick(netns: str, ifaces: list[str], code: str, seconds: float, pythonpath: Path) -> float:

@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from procs import cmdline_pids, netns_pids, task_cpu_ns
 from vethns import veth_namespace
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -126,43 +127,6 @@ print(json.dumps({"cpu_s": (cpu() - c0) / rounds, "wall_s": (time.perf_counter()
 
 
 # ------------------------------------------------------------------------------------------------ CPU accounting
-def task_cpu_ns(pid: int) -> int:
-    """CPU time of every thread of `pid` (ns, from schedstat: user and system, finer than the 10 ms ticks of stat)."""
-    total = 0
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return 0
-    for tid in tasks:
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            total += int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
-    return total
-
-
-def pids() -> list[int]:
-    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
-
-
-def netns_pids(netns: str) -> list[int]:
-    """Processes whose network namespace is `netns` (a node of the emulated cluster: its sshd and what runs there)."""
-    inode = os.stat(f"/run/netns/{netns}").st_ino
-    found = []
-    for pid in pids():
-        with contextlib.suppress(OSError):
-            if os.stat(f"/proc/{pid}/ns/net").st_ino == inode:
-                found.append(pid)
-    return found
-
-
-def cmdline_pids(needle: str) -> list[int]:
-    found = []
-    for pid in pids():
-        with contextlib.suppress(OSError):
-            if needle in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
-                found.append(pid)
-    return found
-
-
 class CpuWindow:
     """CPU of a set of processes (found again at each reading) between `start()` and `stop()`, in ns per group."""
 

@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from procs import netns_pids
+
 from wirespeed.core.tools.nccl_tests import parse_json
 from wirespeed.testbed.login import shell_argv
 from wirespeed.testbed.state import load_state
@@ -88,12 +90,9 @@ def by_hand(argv: list[str], target: Path) -> tuple[float, float]:
 def pin_node(netns: str, cores: set[int]) -> int:
     """Every thread in `netns` (the node's sshd, and so all it starts later) on `cores`: a node of its own CPUs, as a
     real node has, where NCCL's socket threads and wirespeed's agent meet. Returns the threads pinned."""
-    inode = os.stat(f"/run/netns/{netns}").st_ino
     pinned = 0
-    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+    for pid in netns_pids(netns):
         try:
-            if os.stat(f"/proc/{pid}/ns/net").st_ino != inode:
-                continue
             for tid in os.listdir(f"/proc/{pid}/task"):
                 os.sched_setaffinity(int(tid), cores)
                 pinned += 1
