@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from procs import task_cpu_ns
+from procs import tree_cpu_ns
 from vethns import veth_namespace
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -113,6 +113,7 @@ VARIANTS = {
     ),
     "netlink": loop(NETLINK_SETUP, "dump()"),
     "agent": AGENT.format(before=""),
+    "agent-python": AGENT.format(before="import os\nos.environ['WIRESPEED_AGENT_COMPILED'] = '0'"),
     "agent-cpu1s": AGENT.format(before="import wirespeed.adapters.nicsampler as ns\nns.CPU_INTERVAL_S = 1.0"),
     "agent-pinned": AGENT.format(before="import os\nos.sched_setaffinity(0, {max(os.sched_getaffinity(0))})"),
     "immediate": "DEFER = False\n" + STEADY,
@@ -138,9 +139,9 @@ def per_tick(netns: str, ifaces: list[str], code: str, seconds: float, pythonpat
     reader.start()
     try:
         time.sleep(1.5)
-        cpu0, lines0 = task_cpu_ns(child.pid), lines
+        cpu0, lines0 = tree_cpu_ns(child.pid), lines
         time.sleep(seconds)
-        cpu1, lines1 = task_cpu_ns(child.pid), lines
+        cpu1, lines1 = tree_cpu_ns(child.pid), lines
     finally:
         child.stdin.close()
         child.terminate()

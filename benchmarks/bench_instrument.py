@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from procs import cmdline_pids, netns_pids, task_cpu_ns
+from procs import cmdline_pids, netns_pids, task_cpu_ns, tree_cpu_ns
 from vethns import veth_namespace
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -163,6 +163,8 @@ def sh(argv: list[str]) -> str:
 def agent_per_sample(netns: str, ifaces: list[str], mode: str, interval: float, seconds: float) -> dict[str, float]:
     """One agent at `interval`: its CPU per line over `seconds` of steady state (start-up left out), from outside."""
     env = {**os.environ, "PYTHONPATH": str(SRC)}
+    if mode != "veth":  # the Python agent alone (the mlx5 stand-in is Python: the compiled reader cannot read it)
+        env["WIRESPEED_AGENT_COMPILED"] = "0"
     argv = ["ip", "netns", "exec", netns, sys.executable, "-c", AGENT, "bench", ",".join(ifaces), str(interval)]
     child = subprocess.Popen(
         [*argv, mode, str(MLX5_FIXTURE)],
@@ -186,9 +188,9 @@ def agent_per_sample(netns: str, ifaces: list[str], mode: str, interval: float, 
     reader.start()
     try:
         time.sleep(1.5)  # imports and the first samples
-        cpu0, lines0, bytes0 = task_cpu_ns(child.pid), lines, sizes
+        cpu0, lines0, bytes0 = tree_cpu_ns(child.pid), lines, sizes
         time.sleep(seconds)
-        cpu1, lines1, bytes1 = task_cpu_ns(child.pid), lines, sizes
+        cpu1, lines1, bytes1 = tree_cpu_ns(child.pid), lines, sizes
     finally:
         child.stdin.close()
         try:
@@ -212,20 +214,25 @@ def ethtool_per_sample(netns: str, ifaces: list[str], rounds: int) -> dict[str, 
 
 
 def bench_node(repeats: int, seconds: float) -> dict[str, Any]:
+    """The agent as shipped (its compiled steady reader built beforehand, as a node builds it once), the same
+    agent with every line from Python, the mlx5-sized Python agent, and `ethtool -S`, alternated."""
+    from wirespeed.adapters import steadyreader
+
+    compiled = steadyreader.build() is not None
+    arms: dict[str, list[dict[str, float]]] = {"veth": [], "veth-python": [], "mlx5": [], "ethtool": []}
     with veth_namespace("ib") as (netns, ifaces):
-        veth, mlx5, ethtool = [], [], []
         for _ in range(repeats):  # alternated, medians
-            veth.append(agent_per_sample(netns, ifaces, "veth", 0.01, seconds))
-            mlx5.append(agent_per_sample(netns, ifaces, "mlx5", 0.01, seconds))
-            ethtool.append(ethtool_per_sample(netns, ifaces, 30))
-    result: dict[str, Any] = {"interfaces": len(ifaces)}
-    for name, runs in (("veth", veth), ("mlx5", mlx5), ("ethtool", ethtool)):
+            for mode in ("veth", "veth-python", "mlx5"):
+                arms[mode].append(agent_per_sample(netns, ifaces, mode, 0.01, seconds))
+            arms["ethtool"].append(ethtool_per_sample(netns, ifaces, 30))
+    result: dict[str, Any] = {"interfaces": len(ifaces), "compiled_reader": compiled}
+    for name, runs in arms.items():
         result[name] = {
             "cpu_us": median_spread([r["cpu_us"] for r in runs]),
             **({"line_bytes": statistics.median(r["line_bytes"] for r in runs)} if "line_bytes" in runs[0] else {}),
         }
-    result["ratio_veth"] = result["ethtool"]["cpu_us"][0] / result["veth"]["cpu_us"][0]
-    result["ratio_mlx5"] = result["ethtool"]["cpu_us"][0] / result["mlx5"]["cpu_us"][0]
+    for name in ("veth", "veth-python", "mlx5"):
+        result[f"ratio_{name.replace('-', '_')}"] = result["ethtool"]["cpu_us"][0] / result[name]["cpu_us"][0]
     return result
 
 
@@ -488,12 +495,18 @@ def main() -> int:
     if "node" in only:
         node = report["node"] = bench_node(args.repeats, args.seconds)
         print(f"1. node side, one sample of {node['interfaces']} interfaces (CPU us, median [min-max])")
-        for name, label in (("veth", "agent sample, 8 veths"), ("mlx5", "agent sample, mlx5-sized sets"),
+        reader = "compiled reader" if node["compiled_reader"] else "NO compiler: Python"
+        for name, label in (("veth", f"agent sample, 8 veths ({reader})"),
+                            ("veth-python", "the same, every line from Python"),
+                            ("mlx5", "agent sample, mlx5-sized, Python"),
                             ("ethtool", "ethtool -S x8 + parse")):  # fmt: skip
             m, lo, hi = node[name]["cpu_us"]
             size = f"  {node[name]['line_bytes']:.0f} B/line" if "line_bytes" in node[name] else ""
-            print(f"   {label:32} {m:9.1f}  [{lo:.1f}-{hi:.1f}]{size}")
-        print(f"   ratio ethtool/agent: veth {node['ratio_veth']:.0f}x, mlx5-sized {node['ratio_mlx5']:.0f}x")
+            print(f"   {label:44} {m:9.1f}  [{lo:.1f}-{hi:.1f}]{size}")
+        print(
+            f"   ratio ethtool/agent: veth {node['ratio_veth']:.0f}x, Python {node['ratio_veth_python']:.0f}x, "
+            f"mlx5-sized {node['ratio_mlx5']:.0f}x"
+        )
     if "pipeline" in only:
         pipe = report["pipeline"] = bench_pipeline(args.repeats, args.seconds, args.interval)
         print(f"2. whole pipeline at {args.interval:g} s, 2 nodes x 4 halves, {pipe['samples_per_s']:.0f} samples/s "

@@ -22,6 +22,27 @@ def task_cpu_ns(pid: int) -> int:
     return total
 
 
+def children(pid: int) -> list[int]:
+    """Every descendant of `pid` now (the agent's compiled reader, say)."""
+    parents: dict[int, int] = {}
+    for other in pids():
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = Path(f"/proc/{other}/stat").read_text()
+            parents[other] = int(stat[stat.rindex(")") + 2 :].split()[1])
+    found, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        kids = [p for p, pp in parents.items() if pp == parent]
+        found += kids
+        frontier += kids
+    return found
+
+
+def tree_cpu_ns(pid: int) -> int:
+    """CPU time of `pid` and of every descendant it has now: what one agent costs, its compiled reader included."""
+    return sum(task_cpu_ns(p) for p in (pid, *children(pid)))
+
+
 def pids() -> list[int]:
     return [int(p) for p in os.listdir("/proc") if p.isdigit()]
 

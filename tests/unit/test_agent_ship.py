@@ -203,6 +203,37 @@ def test_children_of_the_zipapp_find_wirespeed(built: Path, tmp_path: Path) -> N
     assert f"child: wirespeed {__version__}" in out.stdout, out.stderr
 
 
+@needs_system_python
+@pytest.mark.skipif(not any(shutil.which(c) for c in ("cc", "gcc", "clang")), reason="no C compiler here")
+def test_the_zipapp_builds_its_compiled_reader_from_its_own_source(built: Path, tmp_path: Path) -> None:
+    """A node with a compiler gets the steady reader built from the C source inside the archive, into its cache,
+    while the agent streams; the stream goes on through it and ends cleanly when stdin closes."""
+    agent = subprocess.Popen(
+        ["env", "-i", "PATH=/usr/bin:/bin", f"XDG_CACHE_HOME={tmp_path}", str(SYSTEM_PYTHON), str(built),
+         "agent", "sample", "--node", "n", "--ifaces", "lo", "--interval", "0.01"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert agent.stdin is not None and agent.stdout is not None
+    try:
+        lines = 0
+        cache = tmp_path / "wirespeed"
+        while not (cache.is_dir() and any(p.name.startswith("steady-reader-") for p in cache.iterdir() if p.is_file())):
+            assert agent.stdout.readline(), "the agent ended before its reader was built"
+            lines += 1
+        for _ in range(200):  # lines after the reader is there: from it, between full readings
+            assert b'"node":"n"' in agent.stdout.readline()
+    finally:
+        agent.stdin.close()
+        rest = agent.stdout.read()  # to its end: the agent ends when its stdin closes
+        errors = agent.stderr.read() if agent.stderr is not None else b""
+        agent.wait(timeout=30)
+    assert agent.returncode == 0 and b"Traceback" not in errors, errors[-2000:]
+    assert not rest or rest.endswith(b"\n")
+
+
 # ------------------------------------------------------------------------------------------- remote scripts
 def test_the_remote_scripts_are_fixed_with_positional_arguments() -> None:
     name = "agent-0.1.0-0123456789ab.pyz"

@@ -393,3 +393,109 @@ def test_the_cluster_sampler_hands_over_batches_and_yields_samples_one_by_one() 
     assert [getattr(i, "t", None) for i in items[:2]] == [1.0, 2.0]
     assert isinstance(items[2], sampling.Ended) and items[2].reason == "unexpected sampler output: 'junk'"
     assert items[0].line == _line(1).decode().rstrip("\n")  # type: ignore[union-attr]
+
+
+def _records(layout: str) -> list[tuple[list[str], str | None]]:
+    """The compiled reader's layout as it reads it: each header's words, and the text after it where it has one."""
+    records, data = [], layout.encode()
+    while data:
+        head, _, data = data.partition(b"\n")
+        words = head.decode().split()
+        text = None
+        if words[0] in ("NAME", "STATS", "RDMA", "WORD", "FILE", "PART"):
+            size = int(words[-1])
+            text, data = data[:size].decode(), data[size + 1 :]
+        records.append((words, text))
+    return records
+
+
+def _fill(layout: str, clock: Clock, readers: list[Any], net_dev: str, cpu: str) -> str:
+    """What steady_reader.c makes of `layout` from these sources (a reader's values as it last gave them)."""
+    tokens = net_dev.split()
+    rdma: list[tuple[str, list[tuple[str, list[str]]]]] = []
+    line = []
+    for words, text in _records(layout):
+        assert text is not None
+        if words[0] == "NAME":
+            assert tokens[int(words[1])] == text
+        elif words[0] == "RDMA":
+            rdma.append((text, []))
+        elif words[0] == "WORD":
+            rdma[-1][1].append((text, []))
+        elif words[0] == "FILE":
+            rdma[-1][1][-1][1].append(text)
+        elif words[0] == "PART":
+            kind, a, b = map(int, words[1:4])
+            line.append(text)
+            if kind == 1:
+                line.append(repr(clock.monotonic()))
+            elif kind == 2:
+                line.append(repr(clock.time()))
+            elif kind == 3:
+                line.append(str(readers[a].last[b]))
+            elif kind == 4:
+                line.append(tokens[a])
+            elif kind == 5:
+                errors, counted = rdma[a]
+                pairs = [f'"{w}":{sum(int(Path(f).read_text()) for f in files)}' for w, files in counted]
+                line.append("{" + ",".join(pairs + ([errors] if errors else [])) + "}")
+            elif kind == 6:
+                line.append(cpu)
+    return "".join(line)
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [
+        {"mlx0": NAMES, "eth9": ("rx_queue_0_xdp_drops",)},
+        {"mlx0": ('tx_"{x}"_%d_errors_phy', "tx_bytes_phy", "rx_bytes_phy"), "eth9": ("rx_errors_{0}", "tx_errors")},
+    ],
+)
+def test_the_compiled_reader_s_layout_makes_the_steady_line(
+    steady_node: Clock, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, sets: dict[str, tuple[str, ...]]
+) -> None:
+    """Filled from the same counters at the same time, the compiled reader's layout gives the line Python's steady
+    layout gives: every slot names the right source (the ioctl value by index, the netdev token by place, the RDMA
+    files, the clocks), and literals with `%` and quotes come through."""
+    monkeypatch.setattr(FakeReader, "sets", sets)
+    monkeypatch.setattr(nicsampler, "select_counters", lambda names: [n for n in names if n != "rx_queue_0_xdp_drops"])
+    real_values = FakeReader.values
+
+    def remembered(self: FakeReader) -> tuple[int, ...]:
+        self.last = real_values(self)  # type: ignore[attr-defined]
+        return self.last  # type: ignore[attr-defined,no-any-return]
+
+    monkeypatch.setattr(FakeReader, "values_view", remembered)
+    sampler = nicsampler.NodeSampler('spark "1" 100%', ["mlx0", "eth9"])
+    try:
+        sampler.line()
+        handoff = sampler.compiled_layout()
+        assert handoff is not None and handoff[1] == steady_node.now + nicsampler.RESCAN_S
+        layout = handoff[0]
+        stat_readers = [i.reader for i in sampler._ifaces if i.selected]
+        for step in (0.01, 0.2):
+            steady_node.now += step
+            line = sampler.line()
+            cpu = json.dumps(json.loads(line)["cpu"], separators=(",", ":"))
+            assert _fill(layout, steady_node, stat_readers, (tmp_path / "net_dev").read_text(), cpu) == line
+    finally:
+        sampler.close()
+    assert [w[0] for w, _ in _records(layout)].count("STATS") == len(stat_readers) > 0  # by ioctl: those selected
+    assert json.loads(line)["ifaces"]["mlx0"]["rdma"] == {"port_xmit_data": 4000, "port_rcv_data": 5000,
+                                                          "symbol_error": 3}  # fmt: skip
+
+
+def test_no_compiled_layout_where_the_reader_would_differ(steady_node: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An RDMA error counter named as a data counter: Python's dict keeps its first place, the reader would not."""
+    sampler = nicsampler.NodeSampler("n1", ["mlx0"])
+    try:
+        sampler.line()
+        assert sampler.compiled_layout() is not None
+        real = nicsampler.is_error_counter
+        monkeypatch.setattr(nicsampler, "is_error_counter", lambda name: name == "port_xmit_data" or real(name))
+        steady_node.now += nicsampler.RESCAN_S
+        data = json.loads(sampler.line())  # a full reading, which reads the error counters again
+        assert data["ifaces"]["mlx0"]["rdma"]["port_xmit_data"] == 4000
+        assert sampler._steady is not None and sampler.compiled_layout() is None
+    finally:
+        sampler.close()

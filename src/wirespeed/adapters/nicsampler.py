@@ -4,7 +4,8 @@ second (what `wirespeed agent sample` streams).
 Driver statistics come through the SIOCETHTOOL ioctl (the string set once, then only values), netdev counters
 from one read of /proc/net/dev for all interfaces, RDMA data counters from sysfs (their error counters at most
 once a second), CPU from /proc/stat. An interface that disappears is looked for again by its PCI function, so a
-NIC that comes back under another name (hot-plug on the Spark) keeps its place.
+NIC that comes back under another name (hot-plug on the Spark) keeps its place. Between full readings the line
+comes from a steady layout, which the compiled reader (`steadyreader`) can take over where the node builds it.
 """
 
 from __future__ import annotations
@@ -193,6 +194,7 @@ class _SteadyLayout:
     netdev_names: Callable[[Sequence[str]], tuple[str, ...]]  # the name tokens where the interfaces were
     netdev_expected: tuple[str, ...]
     netdev_digits: Callable[[Sequence[str]], tuple[str, ...]] | None  # every kept field, interface by interface
+    compiled: str | None = None  # the same layout for the compiled reader (`reader_layout`); None: Python only
 
     @classmethod
     def of(cls, reading: _Reading, node_json: str, net_dev_text: str) -> _SteadyLayout | None:
@@ -218,6 +220,16 @@ class _SteadyLayout:
         netdev_at = {id(i): [next(gathered) for _ in NETDEV_KEPT_NAMES] for i in netdev_ifaces}
         rdma_at = {id(i): next(gathered) for i in rdma_ifaces}
         cpu_at = next(gathered)
+        # What the compiled reader reads for each gathered value: (kind, a, b) as steady_reader.c numbers them.
+        sources: dict[int, tuple[int, int, int]] = {0: (1, 0, 0), 1: (2, 0, 0), cpu_at: (6, 0, 0)}
+        for k, iface in enumerate(stat_ifaces):
+            for at, (index, _) in zip(stat_at[id(iface)], iface.selected, strict=True):
+                sources[at] = (3, k, index)
+        for iface, token_at in zip(netdev_ifaces, positions, strict=True):
+            for at, (field_index, _) in zip(netdev_at[id(iface)], NETDEV_KEPT, strict=True):
+                sources[at] = (4, token_at + 1 + field_index, 0)
+        for k, iface in enumerate(rdma_ifaces):
+            sources[rdma_at[id(iface)]] = (5, k, 0)
         order = [0, 1]
         parts = [_literal(f'{{"node":{node_json},"t":') + "%r" + ',"wall":%r,"ifaces":{']
         for n, (iface, _, _, _) in enumerate(reading.ifaces):
@@ -242,9 +254,11 @@ class _SteadyLayout:
             parts.append(_literal(iface.tail))
         parts.append('},"cpu":%s,"missing":[],"renamed":{}}')
         order.append(cpu_at)
+        template = "".join(parts)
+        rdma_found = {id(i): rdma for i, _, _, rdma in reading.ifaces}
         return cls(
             since=reading.t,
-            template="".join(parts),
+            template=template,
             order=itemgetter(*order),
             stat_ifaces=tuple(stat_ifaces),
             rdma_ifaces=tuple(rdma_ifaces),
@@ -253,7 +267,50 @@ class _SteadyLayout:
             netdev_digits=(
                 _tuple_getter([at + 1 + k for at in positions for k, _ in NETDEV_KEPT]) if positions else None
             ),
+            compiled=reader_layout(
+                template,
+                [sources[at] for at in order],
+                [(i.name, len(i.names)) for i in stat_ifaces],
+                [(i, rdma_found[id(i)]) for i in rdma_ifaces],
+                list(zip(positions, (i.name + ":" for i in netdev_ifaces), strict=True)),
+            ),
         )
+
+
+def _record(head: str, text: str) -> str:
+    """One record of the reader's layout: its header with the text's length in bytes, then the text."""
+    data = text.encode("utf-8", "surrogateescape")
+    return f"{head} {len(data)}\n{text}\n"
+
+
+def reader_layout(
+    template: str,
+    slots: Sequence[tuple[int, int, int]],
+    stats: Sequence[tuple[str, int]],
+    rdma: Sequence[tuple[_Iface, dict[str, int]]],
+    names: Sequence[tuple[int, str]],
+) -> str | None:
+    """A steady layout as `steady_reader.c` reads it: the netdev tokens to find, the interfaces to read by ioctl,
+    the RDMA objects, then the template as literal parts each followed by the value of one slot. None where the
+    reader would not make the same line (an RDMA error counter named as a data counter: Python's dict keeps the
+    first place, the reader would not)."""
+    records = [_record(f"NAME {at}", token) for at, token in names]
+    records += [_record(f"STATS {count}", name) for name, count in stats]
+    for iface, found in rdma:
+        words = [w for w in RDMA_WORDS if w in found]
+        if iface.rdma_errors.keys() & words or len(found) != len(words) + len(iface.rdma_errors):
+            return None  # a clash, or a counter the reader does not know
+        errors = json.dumps(iface.rdma_errors, separators=(",", ":"))[1:-1]
+        records.append(_record("RDMA", errors))
+        for word in words:
+            records.append(_record(f"WORD {len(iface.rdma_ports)}", word))
+            records += [_record("FILE", str(port / "counters" / word)) for port in iface.rdma_ports]
+    literals = template.replace("%%", "\0").replace("%r", "%s").split("%s")
+    if len(literals) != len(slots) + 1:
+        return None
+    for literal, (kind, a, b) in zip(literals, [*slots, (0, 0, 0)], strict=True):
+        records.append(_record(f"PART {kind} {a} {b}", literal.replace("\0", "%")))
+    return "".join(records)
 
 
 class NodeSampler:
@@ -427,6 +484,23 @@ class NodeSampler:
         reading = self._read()
         self._steady = _SteadyLayout.of(reading, self._node_json, self._net_dev_text)
         return self._full_line(reading)
+
+    def compiled_layout(self) -> tuple[str, float] | None:
+        """The compiled reader's layout for the lines after the one just made, and when a full reading is due
+        (monotonic seconds); None when they must come from `line()`."""
+        steady = self._steady
+        if steady is None or steady.compiled is None:
+            return None
+        return steady.compiled, steady.since + RESCAN_S
+
+    @property
+    def last_cpu(self) -> float:
+        """When /proc/stat was last read (monotonic seconds): the compiled reader carries it on."""
+        return self._last_cpu
+
+    @last_cpu.setter
+    def last_cpu(self, value: float) -> None:
+        self._last_cpu = value
 
     def _steady_line(self, steady: _SteadyLayout) -> str | None:
         """The line from the steady layout; None when a full reading is due or anything differs from it."""

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from wirespeed.adapters import steadyreader
 from wirespeed.core.meter import NodeLayout, NodeSample, sample_from_json
 from wirespeed.engine.remote import Remote, RemoteProcess
 
@@ -29,13 +30,21 @@ except ImportError:  # installed without its dependencies: the standard library'
     from json import loads as decode_line
 
 
-def _watch_stdin(stop: threading.Event) -> None:
+def _watch_stdin(halt: Callable[[], None]) -> None:
     try:
         while os.read(sys.stdin.fileno(), 4096):
             pass
     except (OSError, ValueError):
         pass
-    stop.set()
+    halt()
+
+
+def _stdout_fd() -> int | None:
+    """stdout's file descriptor, where it has one (the compiled reader writes there itself); None otherwise."""
+    try:
+        return sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
 
 
 def _stdin_is_a_pipe() -> bool:
@@ -57,13 +66,22 @@ def stream_samples(node: str, ifaces: Sequence[str], interval: float, count: int
     write costs a wake-up of sshd, of the ssh client and of the controller's reader, more than the line itself.
     A short wait is a plain sleep (an event's timed wait costs twice as much CPU); a stop (stdin closed, or
     SIGTERM from the execution layer's watchdog) is then seen within SLEEP_MAX_S and what is held is written.
+
+    While nothing changes, the compiled steady reader (where the node could build it) makes the lines between
+    full readings on the same schedule, and hands back to this loop for each full reading.
     """
-    from wirespeed.adapters.nicsampler import NodeSampler
+    from wirespeed.adapters.nicsampler import CPU_INTERVAL_S, NodeSampler
 
     stop = threading.Event()
+    compiled = _Compiled(_stdout_fd())
+
+    def halt() -> None:
+        stop.set()
+        compiled.interrupt()
+
     if count == 0 and _stdin_is_a_pipe():  # under the execution layer's watchdog it is /dev/null: TERM stops us
-        threading.Thread(target=_watch_stdin, args=(stop,), daemon=True).start()
-    restore = _stop_on_term(stop) if count == 0 else None
+        threading.Thread(target=_watch_stdin, args=(halt,), daemon=True).start()
+    restore = _stop_on_term(halt) if count == 0 else None
     out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
     sampler = NodeSampler(node, ifaces)
     next_tick = time.monotonic()
@@ -91,6 +109,24 @@ def stream_samples(node: str, ifaces: Sequence[str], interval: float, count: int
             next_tick += interval
             if next_tick - held_since >= FLUSH_S - 1e-9 or (count and sent >= count):
                 write_held()
+            handoff = sampler.compiled_layout() if count == 0 or sent < count else None
+            reader = compiled.reader() if handoff is not None and next_tick < handoff[1] else None
+            if reader is not None and handoff is not None and not stop.is_set():
+                if held:
+                    write_held()
+                back = reader.run(handoff[0], handoff[1], CPU_INTERVAL_S, FLUSH_S, next_tick=next_tick,
+                                  interval=interval, remaining=count - sent if count else 0,
+                                  last_cpu=sampler.last_cpu)  # fmt: skip
+                if back is None:
+                    compiled.give_up()
+                else:
+                    sent += back.ticks
+                    next_tick, sampler.last_cpu = back.next_tick, back.last_cpu
+                    if back.reason == "pipe":
+                        raise BrokenPipeError
+                    compiled.handed_back(back, stop.is_set())
+                    if back.reason != "stop":
+                        continue  # the tick due now: the reader woke for it and left it to this loop
             delay = next_tick - time.monotonic()
             if delay < 0:  # fell behind (a slow read): skip ticks rather than burst
                 next_tick = time.monotonic()
@@ -104,18 +140,76 @@ def stream_samples(node: str, ifaces: Sequence[str], interval: float, count: int
     except BrokenPipeError:
         pass
     finally:
+        compiled.close()
         sampler.close()
         if restore is not None:
             restore()
 
 
-def _stop_on_term(stop: threading.Event) -> Callable[[], None] | None:
-    """SIGTERM sets `stop` (the lines held are written before the sampler exits); returns how to undo it. None
+class _Compiled:
+    """The compiled steady reader of one stream: built in the background, started once built, given up for
+    good when it fails, keeps handing back at once (3 times with no line made), or meets a /proc/stat it does
+    not read."""
+
+    GIVE_UP_AFTER = 3
+
+    def __init__(self, stdout_fd: int | None) -> None:
+        self._stdout_fd = stdout_fd
+        self._builder = steadyreader.Builder() if stdout_fd is not None and steadyreader.enabled() else None
+        self._reader: steadyreader.SteadyReader | None = None
+        self._given_up = self._builder is None
+        self._idle_runs = 0
+        self._lock = threading.Lock()
+
+    def reader(self) -> steadyreader.SteadyReader | None:
+        if self._reader is not None or self._given_up or self._builder is None or not self._builder.ready():
+            return self._reader
+        binary = self._builder.binary()
+        if binary is None or self._stdout_fd is None:
+            self._given_up = True
+            return None
+        try:
+            with self._lock:
+                self._reader = steadyreader.SteadyReader(binary, self._stdout_fd)
+        except OSError:
+            self._given_up = True
+        return self._reader
+
+    def handed_back(self, back: steadyreader.Handback, stopping: bool) -> None:
+        if back.reason == "cpu" or (back.reason == "stop" and not stopping):  # killed by someone else
+            self.give_up()
+        elif back.reason == "changed" and back.ticks == 0:
+            self._idle_runs += 1
+            if self._idle_runs >= self.GIVE_UP_AFTER:
+                self.give_up()
+        else:
+            self._idle_runs = 0
+
+    def interrupt(self) -> None:
+        reader = self._reader
+        if reader is not None:
+            reader.interrupt()
+
+    def give_up(self) -> None:
+        self._given_up = True
+        with self._lock:
+            reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.close()
+
+    def close(self) -> None:
+        self.give_up()
+        if self._builder is not None:
+            self._builder.close()
+
+
+def _stop_on_term(halt: Callable[[], None]) -> Callable[[], None] | None:
+    """SIGTERM calls `halt` (the lines held are written before the sampler exits); returns how to undo it. None
     where a handler cannot be set (not the main thread) or one is set already."""
     try:
         if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
             return None
-        previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        previous = signal.signal(signal.SIGTERM, lambda *_: halt())
     except ValueError:  # not the main thread
         return None
 
