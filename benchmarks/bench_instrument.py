@@ -127,6 +127,11 @@ print(json.dumps({"cpu_s": (cpu() - c0) / rounds, "wall_s": (time.perf_counter()
 
 
 # ------------------------------------------------------------------------------------------------ CPU accounting
+def agent_pids() -> list[int]:
+    """The agents' processes: `agent sample` and its compiled steady reader."""
+    return cmdline_pids("agent sample") + cmdline_pids("steady-reader-")
+
+
 class CpuWindow:
     """CPU of a set of processes (found again at each reading) between `start()` and `stop()`, in ns per group."""
 
@@ -271,8 +276,8 @@ def bench_pipeline(repeats: int, seconds: float, interval: float) -> dict[str, A
         layouts = [NodeLayout(n, (Cable("port 0", halves[:2], 2.0), Cable("port 1", halves[2:], 2.0))) for n in nodes]
         me = os.getpid()
         groups: dict[str, Callable[[], list[int]]] = {
-            "agents": lambda: [p for n in nodes for p in netns_pids(n) if p in cmdline_pids("agent sample")],
-            "sshd": lambda: [p for n in nodes for p in netns_pids(n) if p not in cmdline_pids("agent sample")],
+            "agents": lambda: [p for n in nodes for p in netns_pids(n) if p in agent_pids()],
+            "sshd": lambda: [p for n in nodes for p in netns_pids(n) if p not in agent_pids()],
             "ssh": lambda: [p for p in cmdline_pids(str(control)) if p != me],
             "controller": lambda: [me],
         }

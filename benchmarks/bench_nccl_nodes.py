@@ -10,11 +10,11 @@ would show; `--half-rate 2gbit` makes the wire the ceiling. Figure: peak out-of-
 JSON, per round and as the median of the per-round ratios (wirespeed / by hand).
 
 To find what lowers it, one suspect at a time: `--cores-per-node 4` gives each node 4 cores of its own (where a
-lowering showed); `--controller host` takes wirespeed's controller off node 1; `--interval 10` all but stops the
-agents' sampling.
+lowering showed); `--controller host` takes wirespeed's controller off node 1; `--controller node1-nice` leaves
+it there at nice 10 (the ranks, started by sshd, keep nice 0); `--interval 10` all but stops the agents' sampling.
 
     python3 benchmarks/bench_nccl_nodes.py [--rounds 5] [--collective all_reduce] [--size 256M] [--iters 20]
-        [--cores-per-node 0] [--controller node1|host]
+        [--cores-per-node 0] [--controller node1|node1-nice|host]
         [--half-rate none] [--json out.json]
 """
 
@@ -62,6 +62,8 @@ def through_wirespeed(runs: Path, args: argparse.Namespace) -> tuple[float, floa
     started = time.monotonic()
     if args.controller == "node1":  # as a user runs it: on the first node, sharing its CPUs with the rank there
         done = on_node1("wirespeed", *bench)
+    elif args.controller == "node1-nice":  # the same, wirespeed's side (controller, its ssh clients) at nice 10
+        done = on_node1("nice", "-n", "10", "wirespeed", *bench)
     else:  # from outside the nodes: only the agents and the rung's own processes run on them
         state = load_state(PREFIX)
         assert state is not None
@@ -140,9 +142,9 @@ def main() -> int:
                         help="pin node i to cores i*N .. i*N+N-1: less spread from where threads land")  # fmt: skip
     parser.add_argument(
         "--controller",
-        choices=("node1", "host"),
+        choices=("node1", "node1-nice", "host"),
         default="node1",
-        help="where `wirespeed bench` runs: on node 1 (as a user runs it) or outside the nodes",
+        help="where `wirespeed bench` runs: on node 1 (as a user runs it; node1-nice: at nice 10) or outside the nodes",
     )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
