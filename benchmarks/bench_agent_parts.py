@@ -1,10 +1,12 @@
 """Where the agent's CPU goes at 100 samples/s, part by part: variants of its loop, each a process of its own in a
-namespace of 8 veths, alternated in one run, CPU per tick from /proc/<pid>/task/*/schedstat over a steady window.
+namespace of 8 veths, alternated in one run, CPU per tick from /proc/<pid>/task/*/schedstat (the process and its
+children, so the compiled reader too) over a steady window.
 
 - sleep: the schedule alone (wake, sleep, one write a tick);
 - netdev: + one read of /proc/net/dev, split; netdev+stat: + /proc/stat one tick in ten, as the agent reads it;
 - netlink: a RTM_GETSTATS dump (64-bit link stats) instead of /proc/net/dev;
-- agent: `stream_samples` itself; agent-cpu1s: with CPU read once a second; agent-pinned: on one core;
+- agent: `stream_samples` itself (with its compiled steady reader where `cc` builds it); agent-python: every line
+  from Python (WIRESPEED_AGENT_COMPILED=0); agent-cpu1s: with CPU read once a second; agent-pinned: on one core;
 - immediate / deferred: the steady line made every tick, or the tick's raw reads kept and the lines made when
   they are written (five at a time): does making lines warm, together, cost less than one by one, cold?
 - agent-previous (with --previous SRC): `stream_samples` from another checkout's src/, for an A/B.
