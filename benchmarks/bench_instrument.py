@@ -2,10 +2,11 @@
 counters to the controller's meter and record, and the observer effect on a CPU-bound measurement.
 
 1. node: `agent sample` of 8 veth interfaces (4 pairs in a namespace of its own) at 100 samples/s, its CPU per
-   sample (all threads, /proc/<pid>/task/*/schedstat, ns), against `ethtool -S` on each of the 8 and parsing it;
-   and the same agent with mlx5-sized driver sets (the real fixture's names padded with per-channel and
-   per-priority counters to several hundred, decoded from a GSTATS-shaped buffer by the sampler's own code; the
-   ioctl's copy into that buffer is one copy of a reading made ahead, so the figure is the agent's work).
+   sample (all threads of it and its children, the compiled reader too: /proc/<pid>/task/*/schedstat, ns), as
+   shipped and with every line from Python, against `ethtool -S` on each of the 8 and parsing it; and the same
+   two agents with mlx5-sized driver sets: `mlx5_shim.c`, preloaded, answers their ethtool ioctls for the veths
+   with the real fixture's names padded with per-channel and per-priority counters to several hundred, and for
+   each read one copy of a reading made ahead (the driver's copy), so the figure is the agent's work.
 2. pipeline: a 2-node emulated cluster (2 cables, 4 halves a node), `ClusterSampler` + the recorder's work
    (`WireRecorder`: parse, record line, `Meter.add`) at `--interval` 0.01 s: CPU of every process involved (the
    agents, sshd on the nodes, the ssh clients and ControlMaster here, this process's threads) over a steady
@@ -40,69 +41,72 @@ from typing import Any
 from procs import cmdline_pids, netns_pids, task_cpu_ns, tree_cpu_ns
 from vethns import veth_namespace
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parent / "src"
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "real" / "ethtool"  # travels with the repo
 MLX5_FIXTURE = FIXTURE / "ethtool_S_mlx5_xdp_kernel5.15_nonzero_only.txt"
 
-# The agent's loop, with (mlx5) or without (veth) driver sets made to the size of a real mlx5 interface.
+# The agent's loop; with mlx5-sized driver sets, `mlx5_shim.c` (LD_PRELOAD) answers its ethtool ioctls.
 AGENT = r"""
-import struct, sys
-from wirespeed.core.parsers.ethtool import parse_stats
-
-node, ifaces, interval = sys.argv[1], sys.argv[2].split(","), float(sys.argv[3])
-mode, fixture = sys.argv[4], sys.argv[5]
-if mode == "mlx5":
-    import wirespeed.adapters.nicsampler as nicsampler
-
-    base = list(parse_stats(open(fixture).read()))
-    for name in ("tx_bytes_phy", "rx_bytes_phy", "tx_packets_phy", "rx_packets_phy",
-                 "tx_vport_rdma_unicast_bytes", "rx_vport_rdma_unicast_bytes"):
-        if name not in base:
-            base.append(name)
-    per_channel = ("packets", "bytes", "csum_complete", "csum_unnecessary", "xdp_drop", "xdp_redirect", "lro_packets",
-                   "lro_bytes", "gro_packets", "gro_bytes", "ecn_mark", "removed_vlan_packets", "wqe_err",
-                   "mpwqe_filler_cqes", "mpwqe_filler_strides", "buff_alloc_err", "cqe_compress_blks",
-                   "cqe_compress_pkts", "congst_umr", "arfs_err", "recover", "cache_reuse", "cache_full",
-                   "cache_empty", "cache_busy")
-    names = base + [f"{d}{c}_{s}" for c in range(20) for d in ("rx", "tx") for s in per_channel[:12]]
-    names += [f"{d}_prio{p}_{s}" for p in range(8) for d in ("rx", "tx")
-              for s in ("bytes", "packets", "pause", "pause_duration", "pause_transition", "discards")]
-    names = tuple(dict.fromkeys(names))
-    growing = {i for i, n in enumerate(names) if "bytes" in n or "packets" in n}
-
-    # What the kernel copies into the GSTATS buffer, made ahead: 100 readings whose traffic counters grow, in turn.
-    fmt = struct.Struct(f"={len(names)}Q")
-    base_values = [1_000_000 + 7 * i for i in range(len(names))]
-    readings = [fmt.pack(*(v + 12_500_000 * k if i in growing else v for i, v in enumerate(base_values)))
-                for k in range(100)]  # fmt: skip
-
-    class Reader:  # the ioctl reader's surface, values decoded from a GSTATS-shaped buffer as the real one does
-        def __init__(self, iface):
-            self.iface, self.names = iface, names
-            self._buffer = bytearray(8 + 8 * len(names))
-            self._view = memoryview(self._buffer)[8:].cast("Q")
-            self._next = 0
-
-        def values(self):
-            return tuple(self.values_view())
-
-        def values_view(self):  # as the real reader's: the buffer's u64s in place, filled by one copy (the ioctl's)
-            self._buffer[8:] = readings[self._next]
-            self._next = (self._next + 1) % len(readings)
-            return self._view
-
-        def read(self):
-            return dict(zip(self.names, self.values()))
-
-        def close(self):
-            pass
-
-    nicsampler.StatsReader = Reader
-    print(f"{len(names)} driver statistics per interface", file=sys.stderr)
+import sys
 from wirespeed.engine.sampling import stream_samples
 
-stream_samples(node, ifaces, interval)
+stream_samples(sys.argv[1], sys.argv[2].split(","), float(sys.argv[3]))
 """
+
+
+def mlx5_names() -> tuple[str, ...]:
+    """A string set the size of a real mlx5 interface's: the fixture's names, the PHY and RDMA counters, and the
+    per-channel and per-priority counters a 20-channel, 8-priority port adds (several hundred in all)."""
+    from wirespeed.core.parsers.ethtool import parse_stats
+
+    base = list(parse_stats(MLX5_FIXTURE.read_text()))
+    for name in ("tx_bytes_phy", "rx_bytes_phy", "tx_packets_phy", "rx_packets_phy",
+                 "tx_vport_rdma_unicast_bytes", "rx_vport_rdma_unicast_bytes"):  # fmt: skip
+        if name not in base:
+            base.append(name)
+    per_channel = (
+        "packets",
+        "bytes",
+        "csum_complete",
+        "csum_unnecessary",
+        "xdp_drop",
+        "xdp_redirect",
+        "lro_packets",
+        "lro_bytes",
+        "gro_packets",
+        "gro_bytes",
+        "ecn_mark",
+        "removed_vlan_packets",
+    )
+    names = base + [f"{d}{c}_{s}" for c in range(20) for d in ("rx", "tx") for s in per_channel]
+    names += [f"{d}_prio{p}_{s}" for p in range(8) for d in ("rx", "tx")
+              for s in ("bytes", "packets", "pause", "pause_duration", "pause_transition", "discards")]  # fmt: skip
+    return tuple(dict.fromkeys(n for n in names if len(n.encode()) < 32))
+
+
+def mlx5_shim(work: Path, ifaces: list[str]) -> dict[str, str]:
+    """The environment that gives `ifaces` an mlx5-sized driver: the shim built here with cc, its string set, and
+    100 readings whose traffic counters grow, made ahead (the copy per read is then the driver's copy)."""
+    import struct
+
+    names = mlx5_names()
+    shim = work / "mlx5_shim.so"
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(shim), str(HERE / "mlx5_shim.c"), "-ldl"], check=True)
+    (work / "names").write_bytes(b"".join(n.encode().ljust(32, b"\0") for n in names))
+    growing = {i for i, n in enumerate(names) if "bytes" in n or "packets" in n}
+    fmt = struct.Struct(f"={len(names)}Q")
+    base = [1_000_000 + 7 * i for i in range(len(names))]
+    (work / "readings").write_bytes(
+        b"".join(fmt.pack(*(v + 12_500_000 * k if i in growing else v for i, v in enumerate(base))) for k in range(100))
+    )
+    return {
+        "LD_PRELOAD": str(shim),
+        "MLX5_SHIM_NAMES": str(work / "names"),
+        "MLX5_SHIM_READINGS": str(work / "readings"),
+        "MLX5_SHIM_IFACES": ",".join(ifaces),
+    }
+
 
 ETHTOOL = r"""
 import json, resource, subprocess, sys, time
@@ -165,19 +169,14 @@ def sh(argv: list[str]) -> str:
 # ------------------------------------------------------------------------------------------------------ 1. node
 
 
-def agent_per_sample(netns: str, ifaces: list[str], mode: str, interval: float, seconds: float) -> dict[str, float]:
-    """One agent at `interval`: its CPU per line over `seconds` of steady state (start-up left out), from outside."""
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
-    if mode != "veth":  # the Python agent alone (the mlx5 stand-in is Python: the compiled reader cannot read it)
-        env["WIRESPEED_AGENT_COMPILED"] = "0"
+def agent_per_sample(
+    netns: str, ifaces: list[str], interval: float, seconds: float, env_extra: dict[str, str]
+) -> dict[str, float]:
+    """One agent at `interval`: its CPU per line over `seconds` of steady state (start-up left out), from outside,
+    its compiled reader included."""
+    env = {**os.environ, "PYTHONPATH": str(SRC), **env_extra}
     argv = ["ip", "netns", "exec", netns, sys.executable, "-c", AGENT, "bench", ",".join(ifaces), str(interval)]
-    child = subprocess.Popen(
-        [*argv, mode, str(MLX5_FIXTURE)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=env,
-    )
+    child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     assert child.stdout is not None and child.stdin is not None
     lines = 0
     sizes = 0
@@ -205,7 +204,7 @@ def agent_per_sample(netns: str, ifaces: list[str], mode: str, interval: float, 
             child.wait()
         reader.join(timeout=5)
     if lines1 == lines0:  # it died or never started: no figure, and say so (not a division by zero)
-        raise SystemExit(f"bench_instrument: the {mode} agent wrote no line in {seconds:g} s: {shlex.join(argv)}")
+        raise SystemExit(f"bench_instrument: an agent wrote no line in {seconds:g} s: {shlex.join(argv)}")
     count = lines1 - lines0
     return {"cpu_us": (cpu1 - cpu0) / 1e3 / count, "samples": count, "line_bytes": (bytes1 - bytes0) / count}
 
@@ -219,24 +218,28 @@ def ethtool_per_sample(netns: str, ifaces: list[str], rounds: int) -> dict[str, 
 
 
 def bench_node(repeats: int, seconds: float) -> dict[str, Any]:
-    """The agent as shipped (its compiled steady reader built beforehand, as a node builds it once), the same
-    agent with every line from Python, the mlx5-sized Python agent, and `ethtool -S`, alternated."""
+    """The agent as shipped (its compiled steady reader built beforehand, as a node builds it once) and the same
+    agent with every line from Python, on veths and on mlx5-sized sets, and `ethtool -S`, alternated."""
     from wirespeed.adapters import steadyreader
 
     compiled = steadyreader.build() is not None
-    arms: dict[str, list[dict[str, float]]] = {"veth": [], "veth-python": [], "mlx5": [], "ethtool": []}
-    with veth_namespace("ib") as (netns, ifaces):
+    python = {"WIRESPEED_AGENT_COMPILED": "0"}
+    arms: dict[str, list[dict[str, float]]] = {"veth": [], "veth-python": [], "mlx5": [], "mlx5-python": [],
+                                               "ethtool": []}  # fmt: skip
+    with veth_namespace("ib") as (netns, ifaces), tempfile.TemporaryDirectory(prefix="ws-mlx5-") as work:
+        mlx5 = mlx5_shim(Path(work), ifaces)
+        envs = {"veth": {}, "veth-python": python, "mlx5": mlx5, "mlx5-python": {**mlx5, **python}}
         for _ in range(repeats):  # alternated, medians
-            for mode in ("veth", "veth-python", "mlx5"):
-                arms[mode].append(agent_per_sample(netns, ifaces, mode, 0.01, seconds))
+            for mode, env in envs.items():
+                arms[mode].append(agent_per_sample(netns, ifaces, 0.01, seconds, env))
             arms["ethtool"].append(ethtool_per_sample(netns, ifaces, 30))
-    result: dict[str, Any] = {"interfaces": len(ifaces), "compiled_reader": compiled}
+    result: dict[str, Any] = {"interfaces": len(ifaces), "compiled_reader": compiled, "mlx5_names": len(mlx5_names())}
     for name, runs in arms.items():
         result[name] = {
             "cpu_us": median_spread([r["cpu_us"] for r in runs]),
             **({"line_bytes": statistics.median(r["line_bytes"] for r in runs)} if "line_bytes" in runs[0] else {}),
         }
-    for name in ("veth", "veth-python", "mlx5"):
+    for name in ("veth", "veth-python", "mlx5", "mlx5-python"):
         result[f"ratio_{name.replace('-', '_')}"] = result["ethtool"]["cpu_us"][0] / result[name]["cpu_us"][0]
     return result
 
@@ -503,15 +506,15 @@ def main() -> int:
         reader = "compiled reader" if node["compiled_reader"] else "NO compiler: Python"
         for name, label in (("veth", f"agent sample, 8 veths ({reader})"),
                             ("veth-python", "the same, every line from Python"),
-                            ("mlx5", "agent sample, mlx5-sized, Python"),
+                            ("mlx5", f"agent sample, {node['mlx5_names']} mlx5-sized stats ({reader})"),
+                            ("mlx5-python", "the same, every line from Python"),
                             ("ethtool", "ethtool -S x8 + parse")):  # fmt: skip
             m, lo, hi = node[name]["cpu_us"]
             size = f"  {node[name]['line_bytes']:.0f} B/line" if "line_bytes" in node[name] else ""
-            print(f"   {label:44} {m:9.1f}  [{lo:.1f}-{hi:.1f}]{size}")
-        print(
-            f"   ratio ethtool/agent: veth {node['ratio_veth']:.0f}x, Python {node['ratio_veth_python']:.0f}x, "
-            f"mlx5-sized {node['ratio_mlx5']:.0f}x"
-        )
+            print(f"   {label:50} {m:9.1f}  [{lo:.1f}-{hi:.1f}]{size}")
+        arms = ("veth", "veth-python", "mlx5", "mlx5-python")
+        ratios = ", ".join(f"{n} {node['ratio_' + n.replace('-', '_')]:.0f}x" for n in arms)
+        print(f"   ratio ethtool/agent: {ratios}")
     if "pipeline" in only:
         pipe = report["pipeline"] = bench_pipeline(args.repeats, args.seconds, args.interval)
         print(f"2. whole pipeline at {args.interval:g} s, 2 nodes x 4 halves, {pipe['samples_per_s']:.0f} samples/s "
