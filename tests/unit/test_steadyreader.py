@@ -4,6 +4,7 @@ is due, at the count or when stopped, and leaves no process behind; `stream_samp
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import json
 import os
@@ -200,6 +201,37 @@ def test_a_closed_stdout_ends_the_run(binary: Path) -> None:
         assert _run(running, layout, remaining=0).reason == "pipe"
     finally:
         running.close()
+
+
+@needs_cc
+def test_a_full_non_blocking_pipe_is_waited_on(binary: Path) -> None:
+    """Someone set the agent's stdout non-blocking and the reading side is slow: every line still arrives, whole,
+    and the run ends at its count, not as if stdout had closed."""
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)  # the smallest pipe: a few lines fill it
+    os.set_blocking(write_end, False)
+    running = steadyreader.SteadyReader(binary, write_end)
+    os.close(write_end)
+    received = bytearray()
+
+    def drain_slowly() -> None:
+        while chunk := os.read(read_end, 512):
+            received.extend(chunk)
+            time.sleep(0.002)
+
+    drainer = threading.Thread(target=drain_slowly, daemon=True)
+    try:
+        layout = reader_layout('{"t":%r,"pad":"' + "x" * 200 + '"}', [(1, 0, 0)], [], [], [])
+        assert layout is not None
+        drainer.start()
+        back = _run(running, layout, interval=0.001, remaining=100)
+        assert (back.ticks, back.reason) == (100, "count")
+    finally:
+        running.close()
+        drainer.join(timeout=30)
+        os.close(read_end)
+    lines = received.decode().splitlines()
+    assert len(lines) == 100 and all(json.loads(line)["pad"] == "x" * 200 for line in lines)
 
 
 @needs_cc

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -237,11 +238,17 @@ static int read_rdma(struct rdma *r) {
     return 1;
 }
 
+/* All of it to stdout; a full pipe set non-blocking by someone else is waited on, not taken for a closed one. */
 static int write_all(const char *p, size_t n) {
     while (n) {
         ssize_t w = write(1, p, n);
         if (w < 0) {
             if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                struct pollfd out = {1, POLLOUT, 0};
+                if (poll(&out, 1, -1) < 0 && errno != EINTR) return 0;
+                continue;
+            }
             return 0;
         }
         p += w;
@@ -408,6 +415,7 @@ int main(int argc, char **argv) {
             deadline_ns = x; cpu_interval_ns = y; flush_ns = z;
             uses_netdev = 0;
         } else if (sscanf(line, "NAME %d %ld", &a, &len) == 2) {
+            if (a < 0) die("bad NAME");
             GROW(checks, nchecks);
             checks[nchecks].pos = a;
             checks[nchecks++].token = text_of(in, len);

@@ -125,8 +125,8 @@ def stream_samples(node: str, ifaces: Sequence[str], interval: float, count: int
                     if back.reason == "pipe":
                         raise BrokenPipeError
                     compiled.handed_back(back, stop.is_set())
-                    if back.reason != "stop":
-                        continue  # the tick due now: the reader woke for it and left it to this loop
+                    if back.reason != "stop" or stop.is_set():
+                        continue  # the tick due now (the reader woke for it and left it to this loop), or the end
             delay = next_tick - time.monotonic()
             if delay < 0:  # fell behind (a slow read): skip ticks rather than burst
                 next_tick = time.monotonic()
