@@ -436,3 +436,22 @@ def test_nothing_is_built_where_it_could_not_be_run(tmp_path: Path) -> None:
     shared.mkdir(mode=0o777)
     shared.chmod(0o777)
     assert steadyreader.build(shared) is None and list(shared.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("backs", "stopping", "given_up"),
+    [
+        (["changed", "changed", "changed"], False, True),  # it keeps handing back before any line: Python goes on
+        (["changed", "changed", "rescan", "changed", "changed"], False, False),  # lines came between
+        (["cpu"], False, True),  # a /proc/stat it does not read
+        (["stop"], False, True),  # stopped by someone else: the agent goes on without it
+        (["stop"], True, False),  # the agent's own stop
+    ],
+)
+def test_a_stream_gives_the_reader_up_when_it_cannot_help(backs: list[str], stopping: bool, given_up: bool) -> None:
+    stream = steadyreader.StreamReader(None)
+    stream._given_up = False  # as if built and started
+    for reason in backs:
+        stream.handed_back(steadyreader.Handback(0 if reason == "changed" else 5, 0.0, 0.0, reason), stopping)
+    assert stream._given_up is given_up
+    stream.close()

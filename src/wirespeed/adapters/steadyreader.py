@@ -250,3 +250,60 @@ class Builder:
                 compiling.kill()
         if self._thread is not None:
             self._thread.join(timeout=10)
+
+
+class StreamReader:
+    """The compiled reader of one agent's stream: built in the background, started once built, given up for good
+    when it fails, keeps handing back at once (3 times with no line made), or meets a /proc/stat it does not read.
+    None of it when stdout has no descriptor (the reader writes there) or the reader is turned off."""
+
+    GIVE_UP_AFTER = 3
+
+    def __init__(self, stdout_fd: int | None) -> None:
+        self._stdout_fd = stdout_fd
+        self._builder = Builder() if stdout_fd is not None and enabled() else None
+        self._reader: SteadyReader | None = None
+        self._given_up = self._builder is None
+        self._idle_runs = 0
+        self._lock = threading.Lock()
+
+    def reader(self) -> SteadyReader | None:
+        if self._reader is not None or self._given_up or self._builder is None or not self._builder.ready():
+            return self._reader
+        binary = self._builder.binary()
+        if binary is None or self._stdout_fd is None:
+            self._given_up = True
+            return None
+        try:
+            with self._lock:
+                self._reader = SteadyReader(binary, self._stdout_fd)
+        except OSError:
+            self._given_up = True
+        return self._reader
+
+    def handed_back(self, back: Handback, stopping: bool) -> None:
+        if back.reason == "cpu" or (back.reason == "stop" and not stopping):  # killed by someone else
+            self.give_up()
+        elif back.reason == "changed" and back.ticks == 0:
+            self._idle_runs += 1
+            if self._idle_runs >= self.GIVE_UP_AFTER:
+                self.give_up()
+        else:
+            self._idle_runs = 0
+
+    def interrupt(self) -> None:
+        reader = self._reader
+        if reader is not None:
+            reader.interrupt()
+
+    def give_up(self) -> None:
+        self._given_up = True
+        with self._lock:
+            reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.close()
+
+    def close(self) -> None:
+        self.give_up()
+        if self._builder is not None:
+            self._builder.close()

@@ -73,7 +73,7 @@ def stream_samples(node: str, ifaces: Sequence[str], interval: float, count: int
     from wirespeed.adapters.nicsampler import CPU_INTERVAL_S, NodeSampler
 
     stop = threading.Event()
-    compiled = _Compiled(_stdout_fd())
+    compiled = steadyreader.StreamReader(_stdout_fd())
 
     def halt() -> None:
         stop.set()
@@ -144,63 +144,6 @@ def stream_samples(node: str, ifaces: Sequence[str], interval: float, count: int
         sampler.close()
         if restore is not None:
             restore()
-
-
-class _Compiled:
-    """The compiled steady reader of one stream: built in the background, started once built, given up for
-    good when it fails, keeps handing back at once (3 times with no line made), or meets a /proc/stat it does
-    not read."""
-
-    GIVE_UP_AFTER = 3
-
-    def __init__(self, stdout_fd: int | None) -> None:
-        self._stdout_fd = stdout_fd
-        self._builder = steadyreader.Builder() if stdout_fd is not None and steadyreader.enabled() else None
-        self._reader: steadyreader.SteadyReader | None = None
-        self._given_up = self._builder is None
-        self._idle_runs = 0
-        self._lock = threading.Lock()
-
-    def reader(self) -> steadyreader.SteadyReader | None:
-        if self._reader is not None or self._given_up or self._builder is None or not self._builder.ready():
-            return self._reader
-        binary = self._builder.binary()
-        if binary is None or self._stdout_fd is None:
-            self._given_up = True
-            return None
-        try:
-            with self._lock:
-                self._reader = steadyreader.SteadyReader(binary, self._stdout_fd)
-        except OSError:
-            self._given_up = True
-        return self._reader
-
-    def handed_back(self, back: steadyreader.Handback, stopping: bool) -> None:
-        if back.reason == "cpu" or (back.reason == "stop" and not stopping):  # killed by someone else
-            self.give_up()
-        elif back.reason == "changed" and back.ticks == 0:
-            self._idle_runs += 1
-            if self._idle_runs >= self.GIVE_UP_AFTER:
-                self.give_up()
-        else:
-            self._idle_runs = 0
-
-    def interrupt(self) -> None:
-        reader = self._reader
-        if reader is not None:
-            reader.interrupt()
-
-    def give_up(self) -> None:
-        self._given_up = True
-        with self._lock:
-            reader, self._reader = self._reader, None
-        if reader is not None:
-            reader.close()
-
-    def close(self) -> None:
-        self.give_up()
-        if self._builder is not None:
-            self._builder.close()
 
 
 def _stop_on_term(halt: Callable[[], None]) -> Callable[[], None] | None:
