@@ -165,7 +165,7 @@ def test_a_netdev_token_out_of_place_hands_back_before_any_line(
 def test_the_layout_due_again_hands_back_at_its_tick(reader: steadyreader.SteadyReader, out: tuple[int, Path]) -> None:
     layout = reader_layout('{"t":%r}', [(1, 0, 0)], [], [], [])
     assert layout is not None
-    back = _run(reader, layout, deadline_in=0.1, remaining=0)
+    back = _run(reader, layout, deadline_in=0.3, remaining=0)  # its first tick is due at once
     assert back.reason == "rescan" and back.ticks == len(_lines(out[1])) >= 1
     assert time.monotonic() >= back.next_tick  # the tick it woke for and left to the agent
 
@@ -378,6 +378,7 @@ def test_the_stream_hands_over_to_the_reader_and_back(
     """Lines on the schedule, as many as asked, most of them from the reader, none lost at the hand-overs, and the
     reader gone when the stream ends."""
     monkeypatch.setattr(nicsampler, "RESCAN_S", 0.2)  # hand-overs every 0.2 s: several in the stream
+    monkeypatch.setattr(steadyreader.Builder, "ready", lambda self: self._done.wait(60))  # the build, then the stream
     path, stream = real_stdout
     monkeypatch.setattr("sys.stdout", stream)
     sampling.stream_samples("n1", ["lo"], 0.01, count=60)

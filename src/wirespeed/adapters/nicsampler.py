@@ -220,16 +220,16 @@ class _SteadyLayout:
         netdev_at = {id(i): [next(gathered) for _ in NETDEV_KEPT_NAMES] for i in netdev_ifaces}
         rdma_at = {id(i): next(gathered) for i in rdma_ifaces}
         cpu_at = next(gathered)
-        # What the compiled reader reads for each gathered value: (kind, a, b) as steady_reader.c numbers them.
-        sources: dict[int, tuple[int, int, int]] = {0: (1, 0, 0), 1: (2, 0, 0), cpu_at: (6, 0, 0)}
+        # What the compiled reader reads for each gathered value: (kind, a, b), kinds as steady_reader.c has them.
+        sources = {0: (SLOT_T, 0, 0), 1: (SLOT_WALL, 0, 0), cpu_at: (SLOT_CPU, 0, 0)}
         for k, iface in enumerate(stat_ifaces):
             for at, (index, _) in zip(stat_at[id(iface)], iface.selected, strict=True):
-                sources[at] = (3, k, index)
+                sources[at] = (SLOT_STAT, k, index)
         for iface, token_at in zip(netdev_ifaces, positions, strict=True):
             for at, (field_index, _) in zip(netdev_at[id(iface)], NETDEV_KEPT, strict=True):
-                sources[at] = (4, token_at + 1 + field_index, 0)
+                sources[at] = (SLOT_NETDEV, token_at + 1 + field_index, 0)
         for k, iface in enumerate(rdma_ifaces):
-            sources[rdma_at[id(iface)]] = (5, k, 0)
+            sources[rdma_at[id(iface)]] = (SLOT_RDMA, k, 0)
         order = [0, 1]
         parts = [_literal(f'{{"node":{node_json},"t":') + "%r" + ',"wall":%r,"ifaces":{']
         for n, (iface, _, _, _) in enumerate(reading.ifaces):
@@ -277,6 +277,11 @@ class _SteadyLayout:
         )
 
 
+# The value after a literal part of the reader's layout (steady_reader.c's K_ numbers): none (the last part), the
+# monotonic clock, the wall clock, driver value b of STATS interface a, /proc/net/dev token a, RDMA object a, CPU.
+SLOT_NONE, SLOT_T, SLOT_WALL, SLOT_STAT, SLOT_NETDEV, SLOT_RDMA, SLOT_CPU = range(7)
+
+
 def _record(head: str, text: str) -> str:
     """One record of the reader's layout: its header with the text's length in bytes, then the text."""
     data = text.encode("utf-8", "surrogateescape")
@@ -308,7 +313,7 @@ def reader_layout(
     literals = template.replace("%%", "\0").replace("%r", "%s").split("%s")
     if len(literals) != len(slots) + 1:
         return None
-    for literal, (kind, a, b) in zip(literals, [*slots, (0, 0, 0)], strict=True):
+    for literal, (kind, a, b) in zip(literals, [*slots, (SLOT_NONE, 0, 0)], strict=True):
         records.append(_record(f"PART {kind} {a} {b}", literal.replace("\0", "%")))
     return "".join(records)
 

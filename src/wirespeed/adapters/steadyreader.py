@@ -48,11 +48,6 @@ def binary_path(cache: Path, text: bytes) -> Path:
     return cache / f"steady-reader-{digest}-{platform.machine() or 'unknown'}"
 
 
-def _cache() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "wirespeed"
-
-
 def _ours(info: os.stat_result) -> bool:
     return info.st_uid == os.geteuid() and not info.st_mode & 0o022
 
@@ -74,7 +69,11 @@ def build(cache: Path | None = None, started: Callable[[subprocess.Popen[bytes]]
     if not enabled():
         return None
     text = source()
-    directory = cache if cache is not None else _cache()
+    if cache is None:
+        from wirespeed.adapters.agentzip import cache_dir  # the node's cache is where its agent was shipped
+
+        cache = cache_dir()
+    directory = cache
     target = binary_path(directory, text)
     if trusted(target):
         return target
