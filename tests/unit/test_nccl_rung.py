@@ -352,3 +352,50 @@ def test_the_cluster_files_nccl_env_goes_to_every_rank_and_env_on_the_command_li
     assert isinstance(plan, NcclPlan)
     env = dict(plan.env)
     assert env["NCCL_SOCKET_NTHREADS"] == "8" and env["NCCL_NSOCKS_PERTHREAD"] == "2"
+
+
+@pytest.fixture(scope="module")
+def source_built() -> Discovery:
+    """spark-1's nccl-tests load NCCL from ~/nccl/build/lib, spark-2's from the ldconfig cache."""
+    return discover_snapshots([SNAPSHOTS / "spark-nccl-source"])
+
+
+def test_ranks_get_the_library_path_the_launchers_binary_loads_from(source_built: Discovery) -> None:
+    plan = plan_nccl(source_built.facts, source_built.cabling, "sendrecv", NcclOptions())
+    assert isinstance(plan, NcclPlan) and plan.launcher == "spark-1"
+    assert plan.library_path == ("/home/user/nccl/build/lib", "/usr/local/cuda/lib64")
+    argv = mpirun_argv(plan, NcclOptions(), None)
+    forwarded = "LD_LIBRARY_PATH=/home/user/nccl/build/lib:/usr/local/cuda/lib64"
+    assert argv[argv.index(forwarded) - 1] == "-x" and argv.index(forwarded) < argv.index(plan.binary)
+    assert any(n.startswith(f"-x {forwarded}: where spark-1's nccl-tests loads NCCL and CUDA") for n in plan.notes)
+
+
+def test_a_users_library_path_wins_over_the_forwarded_one(source_built: Discovery) -> None:
+    for value in ("/mine/lib", None):  # NAME=VALUE, or NAME: the launcher's own value
+        options = NcclOptions(env=(("LD_LIBRARY_PATH", value),))
+        plan = plan_nccl(source_built.facts, source_built.cabling, "sendrecv", options)
+        assert isinstance(plan, NcclPlan)
+        given = [a for a in mpirun_argv(plan, options, None) if a.startswith("LD_LIBRARY_PATH")]
+        assert given == ["LD_LIBRARY_PATH" if value is None else "LD_LIBRARY_PATH=/mine/lib"]
+        assert any(n.startswith("LD_LIBRARY_PATH as --env gives it") for n in plan.notes)
+
+
+def test_the_trees_library_path_comes_first_and_the_loaders_own_directories_are_left_out(sparks: Discovery) -> None:
+    facts = dict(sparks.facts)
+    tools = tuple(
+        replace(t, nccl_library="/usr/lib/aarch64-linux-gnu/libnccl.so.2", library_path=("/t/nccl/lib", "/t/cuda"),
+                cudart_library="/usr/local/cuda-13.0/targets/sbsa-linux/lib/libcudart.so.13")
+        if t.name == "sendrecv_perf" else t
+        for t in facts["spark-1"].tools
+    )  # fmt: skip
+    facts["spark-1"] = replace(facts["spark-1"], tools=tools)
+    plan = plan_nccl(facts, sparks.cabling, "sendrecv", NcclOptions())
+    assert isinstance(plan, NcclPlan)
+    assert plan.library_path == ("/t/nccl/lib", "/t/cuda", "/usr/local/cuda-13.0/targets/sbsa-linux/lib")
+
+
+def test_snapshots_from_before_the_reading_forward_nothing(sparks: Discovery) -> None:
+    plan = plan_nccl(sparks.facts, sparks.cabling, "sendrecv", NcclOptions())
+    assert isinstance(plan, NcclPlan) and plan.library_path == ()
+    assert not any(a.startswith("LD_LIBRARY_PATH") for a in mpirun_argv(plan, NcclOptions(), None))
+    assert not any("LD_LIBRARY_PATH" in n for n in plan.notes)

@@ -291,3 +291,19 @@ def test_bad_budget_and_collective_get_one_line_each() -> None:
         assert code == 2, err.getvalue()
         lines = err.getvalue().strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(said), lines
+
+
+def test_every_trial_forwards_the_library_path_and_the_record_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [0.0]
+    monkeypatch.setattr("wirespeed.engine.tune.time.monotonic", lambda: clock[0])
+    plan = NcclPlan("wgn-1", ("wgn-1", "wgn-2"), (("198.19.0.1", 1), ("198.19.0.2", 1)), "/opt/sendrecv_perf",
+                    (("NCCL_DEBUG", "INFO"),), (), 1 << 28, 1 << 28,
+                    library_path=("/home/u/nccl/build/lib", "/usr/local/cuda/lib64"))  # fmt: skip
+    run_dir = RunDirectory(tmp_path)
+    search = Search(ScriptedLauncher(lambda env, call: 1.0, clock), plan, TuneOptions(), run_dir, lambda _: None)  # type: ignore[arg-type]
+    search.trial((("NCCL_SOCKET_NTHREADS", "4"),), "coarse")
+    command = (run_dir.path / "tune-nccl" / "001.command.txt").read_text()
+    assert "-x LD_LIBRARY_PATH=/home/u/nccl/build/lib:/usr/local/cuda/lib64 " in command
+    assert any(n.startswith("-x LD_LIBRARY_PATH=/home/u/nccl/build/lib:") for n in search.result.notes)

@@ -127,6 +127,14 @@ class Tool:
     version: str | Unknown
     path: str | None = None
     detail: str | None = None
+    # An nccl-tests binary links libnccl and libcudart with no rpath, so what it loads depends on the environment.
+    # As ldd resolved them on this node: the absolute path, Unknown where the loader finds none ("libnccl.so.2 =>
+    # not found"), None where the binary does not link it dynamically or the snapshot predates this reading.
+    nccl_library: str | Unknown | None = None
+    nccl_library_file: str | None = None  # the file the libnccl link leads to: libnccl.so.2.28.9 names its version
+    cudart_library: str | Unknown | None = None
+    # The `library_path` of the binary's build tree (wirespeed-build.json), which ldd ran with as LD_LIBRARY_PATH.
+    library_path: tuple[str, ...] = ()
 
 
 NEEDS_ROOT = "not read: needs root (--become)"  # how an unprivileged read is named, in facts and in the checks

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import posixpath
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -18,6 +19,8 @@ from typing import Any
 
 from wirespeed.core.cabling import CablingMap
 from wirespeed.core.facts import NodeFacts, Unknown
+from wirespeed.core.mpi_failure import read_failure
+from wirespeed.core.parsers.ldd import default_directory
 from wirespeed.core.results import CollectiveSummary, NotRunnable, SizeFigures
 from wirespeed.core.tools import nccl_tests
 
@@ -70,6 +73,10 @@ class NcclPlan:
     line_rate_gbps: float | None = None  # one node's linked halves together, per direction
     notes: tuple[str, ...] = ()  # settings chosen for the topology, and why
     launch_env: tuple[tuple[str, str], ...] = ()  # mpirun's own environment (not passed to the ranks)
+    # Where the launcher's binary loads NCCL and CUDA from (its build tree's library_path, then the directories of
+    # the libnccl and libcudart ldd resolved): every rank gets them as LD_LIBRARY_PATH, since a rank started over
+    # ssh gets no login environment and nccl-tests has no rpath.
+    library_path: tuple[str, ...] = ()
 
     @property
     def ranks(self) -> int:
@@ -123,6 +130,44 @@ def _linked_halves(facts: NodeFacts, cabling: CablingMap) -> list[str]:
 def _address(facts: NodeFacts, iface: str) -> str | None:
     netdev = facts.netdev(iface)
     return netdev.ipv4[0] if netdev and netdev.ipv4 else None
+
+
+def launch_address(facts: NodeFacts, cabling: CablingMap) -> str | None:
+    """The address mpirun's `-H` names a node by: the first IPv4 of its first linked, addressed fabric half. Its
+    daemons are started over ssh to it, so `ssh.mesh` tries this address too."""
+    return next((a.split("/")[0] for h in _linked_halves(facts, cabling) if (a := _address(facts, h))), None)
+
+
+def _library_path(facts: NodeFacts, binary: str) -> tuple[str, ...]:
+    """Where `binary` loads NCCL and CUDA from on this node: its build tree's library_path (what ldd ran with), then
+    the directories of the libnccl and libcudart ldd resolved, less those the loader searches anyway."""
+    tool = next((t for t in facts.tools if t.name == binary and t.path), None)
+    if tool is None:
+        return ()
+    libraries = (tool.nccl_library, tool.cudart_library)
+    resolved = [posixpath.dirname(p) for p in libraries if isinstance(p, str) and p.startswith("/")]
+    return tuple(dict.fromkeys([*tool.library_path, *(d for d in resolved if not default_directory(d))]))
+
+
+def forwarded_library_path(plan: NcclPlan) -> str | None:
+    """The LD_LIBRARY_PATH wirespeed gives every rank; None when there is none, or when --env (or the cluster
+    file's [nccl.env]) names LD_LIBRARY_PATH: the user's wins."""
+    if not plan.library_path or any(name == "LD_LIBRARY_PATH" for name, _ in plan.env):
+        return None
+    return ":".join(plan.library_path)
+
+
+def library_path_note(plan: NcclPlan) -> str | None:
+    """What the report says of the ranks' LD_LIBRARY_PATH."""
+    if not plan.library_path:
+        return None
+    shown = ":".join(plan.library_path)
+    if forwarded_library_path(plan) is None:
+        return f"LD_LIBRARY_PATH as --env gives it, not {shown} (where {plan.launcher}'s nccl-tests loads NCCL from)"
+    return (
+        f"-x LD_LIBRARY_PATH={shown}: where {plan.launcher}'s nccl-tests loads NCCL and CUDA from (a rank started "
+        "over ssh gets no login environment, and nccl-tests has no rpath)"
+    )
 
 
 def _tool_path(facts: NodeFacts, binary: str) -> tuple[str | None, str | None]:
@@ -181,10 +226,10 @@ def plan_nccl(
         hosts.append(("localhost", ranks[launcher]))
     else:
         for node in nodes:
-            address = next((a for h in halves[node] if (a := _address(facts[node], h))), None)
+            address = launch_address(facts[node], cabling)
             if address is None:
                 return NotRunnable(f"{node}: no addressed fabric half linked to the others", "wirespeed fix")
-            hosts.append((address.split("/")[0], ranks[node]))
+            hosts.append((address, ranks[node]))
 
     rdma = sorted(
         {
@@ -224,7 +269,7 @@ def plan_nccl(
         low = min(low, high)
     ports = [p.halves for p in facts[launcher].ports if set(p.halves) & set(halves[launcher])]
     rates = [r for p in ports if (r := facts[launcher].port_rate_gbps(p)) is not None]
-    return NcclPlan(
+    plan = NcclPlan(
         launcher=launcher,
         nodes=tuple(nodes),
         hosts=tuple(hosts),
@@ -238,7 +283,10 @@ def plan_nccl(
         fabric_interfaces=tuple(fabric),
         line_rate_gbps=sum(rates) if rates and len(rates) == len(ports) else None,
         notes=tuple(notes),
+        library_path=_library_path(facts[launcher], binary),
     )
+    note = library_path_note(plan)
+    return replace(plan, notes=(*plan.notes, note)) if note else plan
 
 
 RING_MIN_NCCL = (2, 30)
@@ -305,8 +353,8 @@ def for_slurm(plan: NcclPlan, slurm_names: Mapping[str, str], job_id: str) -> Nc
 
 
 def mpirun_argv(plan: NcclPlan, options: NcclOptions, json_path: str | None, as_root: bool = False) -> list[str]:
-    """mpirun's argv on the launcher: hosts with their slots, OpenMPI's TCP subnets, NCCL's environment with
-    `-x`, then the nccl-tests binary with identical arguments for every rank."""
+    """mpirun's argv on the launcher: hosts with their slots, OpenMPI's TCP subnets, the library path and NCCL's
+    environment with `-x`, then the nccl-tests binary with identical arguments for every rank."""
     argv = ["env", *(f"{name}={value}" for name, value in plan.launch_env)] if plan.launch_env else []
     argv.append("mpirun")
     if as_root:
@@ -314,6 +362,8 @@ def mpirun_argv(plan: NcclPlan, options: NcclOptions, json_path: str | None, as_
     argv += ["--bind-to", "none", "-np", str(plan.ranks), "-H", ",".join(f"{h}:{n}" for h, n in plan.hosts)]
     for mca_name, mca_value in plan.mca:
         argv += ["--mca", mca_name, mca_value]
+    if (library_path := forwarded_library_path(plan)) is not None:
+        argv += ["-x", f"LD_LIBRARY_PATH={library_path}"]
     for name, value in plan.env:
         argv += ["-x", name if value is None else f"{name}={value}"]
     return argv + nccl_tests.binary_argv(
@@ -351,8 +401,9 @@ def read_run(collective: str, stdout: str, json_text: str | None) -> NcclReading
     from its table; transport, GPUDirect and the devices used from the INFO lines of stdout."""
     try:
         text = nccl_tests.parse_text(stdout)
-    except ValueError as exc:
-        return NcclReading(None, f"nccl-tests output unreadable: {exc}")
+    except ValueError as exc:  # no nccl-tests line at all: mpirun may have failed before it started a rank
+        launch = read_failure(stdout)
+        return NcclReading(None, launch.line if launch else f"nccl-tests output unreadable: {exc}")
     source, parsed, notes = "text", text, list[str]()
     if json_text:
         try:
@@ -383,14 +434,17 @@ def read_run(collective: str, stdout: str, json_text: str | None) -> NcclReading
     return NcclReading(summary, None, tuple(notes))
 
 
-_FAILURE_HINTS = re.compile(
-    r"(NCCL WARN.*|.*\bFAILED\b.*|.*failure.*|.*There are not enough slots.*|.*ORTE was unable.*"
-    r"|.*Permission denied.*)",
-    re.IGNORECASE,
-)
+# The program's own words for a run that gave no rows: NCCL's warnings, nccl-tests' `Test NCCL failure`, a test that
+# FAILED. mpirun's launch failures (OpenMPI 4.1 and 5) are read first, by `wirespeed.core.mpi_failure`.
+_FAILURE_HINTS = re.compile(r"(NCCL WARN.*|.*\bFAILED\b.*|.*failure.*|.*Permission denied.*)", re.IGNORECASE)
 
 
 def _failure_line(stdout: str) -> str | None:
+    """Why a run printed no rows, in one line: mpirun's launch failure with its hint, else the first line that
+    says what failed."""
+    launch = read_failure(stdout)
+    if launch is not None:
+        return launch.line
     for line in stdout.splitlines():
         if _FAILURE_HINTS.fullmatch(line.strip()):
             return line.strip()[:200]

@@ -103,7 +103,8 @@ _SRUN_TASK_LINE = re.compile(r"^srun: error: \S+: tasks? [\d,-]+: .*$", re.M)
 
 
 def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    """The last line that says something: not blank, and not the dashes that frame OpenMPI's (show_help) messages."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip().strip("-")]
     return lines[-1] if lines else ""
 
 

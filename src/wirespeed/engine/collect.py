@@ -6,6 +6,7 @@ import contextlib
 import glob
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from types import ModuleType
@@ -28,6 +29,7 @@ from wirespeed.core.facts import (
 )
 from wirespeed.core.fixplan import MANAGED_FILES, NETPLAN_DIR
 from wirespeed.core.parsers import ethtool, fatbin, jobconf, kernel_log
+from wirespeed.core.parsers import ldd as ldd_output
 from wirespeed.core.parsers import sysfs_values as sv
 from wirespeed.core.ports import group_ports
 
@@ -50,7 +52,16 @@ _NOT_FABRIC_PREFIXES = (
     "ifb",
     "dummy",
 )
-NCCL_TESTS_DIRS = ("~/nccl-tests/build", "/opt/nccl-tests/build", "/usr/local/nccl-tests/build")
+# Where nccl-tests are looked for, after NCCL_TESTS_DIR: first what `wirespeed setup` built (a `current` symlink to
+# its latest tree), before PATH; then PATH; then the other usual build directories.
+NCCL_TESTS_DIRS = (
+    "~/.local/share/wirespeed/nccl-tests/current/build",
+    "~/nccl-tests/build",
+    "/opt/nccl-tests/build",
+    "/usr/local/nccl-tests/build",
+)
+NCCL_TESTS_DIRS_BEFORE_PATH = 1
+BUILD_RECORD = "wirespeed-build.json"  # in a tree `wirespeed setup` built: {"library_path": [dir, ...]}
 NCCL_TESTS_BINARIES = ("all_reduce_perf", "all_gather_perf", "sendrecv_perf", "reduce_scatter_perf", "alltoall_perf")
 
 
@@ -287,10 +298,7 @@ def _tools(source: NodeSource) -> tuple[Tool, ...]:
     tools.append(Tool("mpirun", _parsed("mpirun_version", mpirun, "mpirun", sv.mpirun_version)))
     nccl_tests = source.output("nccl_tests", _find_nccl_tests)
     if nccl_tests.ok and nccl_tests.stdout.strip():
-        for line in nccl_tests.stdout.splitlines():
-            path, _, flag = line.partition(" mpi=")
-            if path.strip():
-                tools.append(Tool(os.path.basename(path.strip()), "present", path=path.strip(), detail=f"mpi={flag}"))
+        tools += [tool for line in nccl_tests.stdout.splitlines() if (tool := _nccl_tests_tool(line)) is not None]
     else:
         tools.append(
             Tool(
@@ -303,20 +311,94 @@ def _tools(source: NodeSource) -> tuple[Tool, ...]:
     return tuple(tools)
 
 
+# One line per nccl-tests binary in a snapshot's nccl_tests.txt: `PATH mpi=yes|no|unknown`, then (since wirespeed
+# read them) ` nccl=PATH|not-found nccl_file=PATH cudart=PATH|not-found library_path=DIR:DIR`, each only when known.
+NOT_FOUND = "not-found"
+_LINE_FIELD = re.compile(r"(?:^| )(\w+)=(.*?)(?= \w+=|$)")
+
+
+def _nccl_tests_line(binary: str, ldd: Output, library_path: list[str]) -> str:
+    """The line for one binary; paths may hold spaces (a field ends where the next ` name=` begins)."""
+    line = f"{binary} mpi={'yes' if 'libmpi' in ldd.stdout else ('no' if ldd.ok else 'unknown')}"
+    if ldd.ok:
+        libraries = ldd_output.resolved(ldd.stdout)
+        for key, name in (("nccl", "libnccl"), ("cudart", "libcudart")):
+            linked = ldd_output.library(libraries, name)
+            if linked is not None:
+                line += f" {key}={linked[1] or NOT_FOUND}"
+                if key == "nccl" and linked[1]:
+                    line += f" nccl_file={os.path.realpath(linked[1])}"
+    if library_path:
+        line += f" library_path={':'.join(library_path)}"
+    return line
+
+
+def _linked(value: str | None, soname: str) -> str | Unknown | None:
+    if value is None:
+        return None
+    return Unknown(f"{soname} => not found") if value == NOT_FOUND else value
+
+
+def _nccl_tests_tool(line: str) -> Tool | None:
+    """A binary's line read back; a line from before the library fields still reads (they stay None)."""
+    path, _, flags = line.rstrip().partition(" mpi=")
+    path = path.strip()
+    if not path:
+        return None
+    fields = dict(_LINE_FIELD.findall("mpi=" + flags))
+    return Tool(
+        os.path.basename(path),
+        "present",
+        path=path,
+        detail=f"mpi={fields['mpi']}",
+        nccl_library=_linked(fields.get("nccl"), "libnccl.so.2"),
+        nccl_library_file=fields.get("nccl_file") or None,
+        cudart_library=_linked(fields.get("cudart"), "libcudart.so"),
+        library_path=tuple(d for d in fields.get("library_path", "").split(":") if d),
+    )
+
+
+def _build_library_path(binary: str) -> list[str]:
+    """The library directories a tree `wirespeed setup` built names in its wirespeed-build.json, for a binary in
+    `<tree>/build/`: the environment it is meant to run in. Empty where there is no such file or it is unreadable
+    or malformed."""
+    build = os.path.dirname(binary)
+    if os.path.basename(build) != "build":
+        return []
+    try:
+        with open(os.path.join(os.path.dirname(build), BUILD_RECORD)) as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return []
+    dirs = data.get("library_path") if isinstance(data, dict) else None
+    if not isinstance(dirs, list) or not all(isinstance(d, str) and d.startswith("/") for d in dirs):
+        return []
+    return list(dirs)
+
+
+def _executable_in(dirs: list[str], binary: str) -> str | None:
+    return next((path for d in dirs if os.access(path := os.path.join(d, binary), os.X_OK)), None)
+
+
+def _nccl_tests_binary(binary: str) -> str | None:
+    """NCCL_TESTS_DIR first, then `wirespeed setup`'s build, then PATH, then the usual build directories."""
+    first = [os.environ["NCCL_TESTS_DIR"]] if os.environ.get("NCCL_TESTS_DIR") else []
+    first += [os.path.expanduser(d) for d in NCCL_TESTS_DIRS[:NCCL_TESTS_DIRS_BEFORE_PATH]]
+    rest = [os.path.expanduser(d) for d in NCCL_TESTS_DIRS[NCCL_TESTS_DIRS_BEFORE_PATH:]]
+    return _executable_in(first, binary) or shutil.which(binary) or _executable_in(rest, binary)
+
+
 def _find_nccl_tests() -> Output:
-    """Where the nccl-tests binaries are, and whether each was built with MPI (links libmpi)."""
-    dirs = [os.path.expanduser(d) for d in NCCL_TESTS_DIRS]
-    if os.environ.get("NCCL_TESTS_DIR"):
-        dirs.insert(0, os.environ["NCCL_TESTS_DIR"])
+    """Where the nccl-tests binaries are, whether each was built with MPI (links libmpi), and the libnccl and
+    libcudart ldd resolves for it: with its build tree's library path when `wirespeed setup` recorded one, else in
+    this session's environment, which is what ranks that mpirun starts over ssh get too."""
     lines: list[str] = []
     for binary in NCCL_TESTS_BINARIES:
-        found = shutil.which(binary) or next(
-            (os.path.join(d, binary) for d in dirs if os.access(os.path.join(d, binary), os.X_OK)), None
-        )
+        found = _nccl_tests_binary(binary)
         if found:
-            ldd = run_command(["ldd", found])
-            mpi = "yes" if "libmpi" in ldd.stdout else ("no" if ldd.ok else "unknown")
-            lines.append(f"{found} mpi={mpi}")
+            library_path = _build_library_path(found)
+            env = ["env", f"LD_LIBRARY_PATH={':'.join(library_path)}"] if library_path else []
+            lines.append(_nccl_tests_line(found, run_command([*env, "ldd", found]), library_path))
     return Output(0, "\n".join(lines) + ("\n" if lines else ""))
 
 

@@ -16,7 +16,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from wirespeed.core.nccl import NcclOptions, NcclPlan, mpirun_argv, plan_nccl, read_run
+from wirespeed.core.mpi_failure import read_failure
+from wirespeed.core.nccl import NcclOptions, NcclPlan, library_path_note, mpirun_argv, plan_nccl, read_run
 from wirespeed.core.results import NotRunnable, RungResult
 from wirespeed.core.tune import (
     Env,
@@ -79,7 +80,8 @@ class Search:
         self.started = time.monotonic()
         fixed = tuple((k, v) for k, v in nccl.env if v is not None and k != "NCCL_DEBUG")
         self.result = TuneResult(options.collective, nccl.max_bytes, None, None, options.budget_s,
-                                 options.repeats, fixed_env=fixed)  # fmt: skip
+                                 options.repeats, fixed_env=fixed,
+                                 notes=tuple(n for n in (library_path_note(nccl),) if n))  # fmt: skip
         self.stopped: str | None = None
 
     def left_s(self) -> float:
@@ -120,7 +122,9 @@ class Search:
         if summary is not None and peak is not None:
             busbw = busbw_from_time(self.options.collective, summary.ranks, peak.size_bytes, peak.time_us)
             busbw = peak.busbw_GBps if busbw is None else round(busbw, 4)
-        error = None if busbw is not None and done.ok else (reading.error or done.message or "no figure")
+        launch = read_failure(done.stdout)  # rows, then a failed mpirun: OpenMPI's own words say why
+        said = reading.error or (launch.line if launch else done.message)
+        error = None if busbw is not None and done.ok else (said or "no figure")
         result = Trial(env, busbw, seconds, stage, error)
         if summary is not None and self.result.transport is None:
             self.result = replace(self.result, transport=summary.transport, nccl_version=summary.nccl_version)

@@ -1,16 +1,21 @@
 """tools.present: the benchmark tools on every node, at one version, new enough to measure 200G.
 
 iperf3 before 3.16 runs every -P stream on one thread, so it measures a CPU core, not the link. nccl-tests built
-without MPI=1 cannot span nodes (spark-facts 1.4).
+without MPI=1 cannot span nodes (spark-facts 1.4). nccl-tests link libnccl with no rpath: a rank mpirun starts over
+ssh loads whatever its node's loader finds in a non-interactive session (Ubuntu's .bashrc returns before any export),
+which for an NCCL built from source is nothing, or another NCCL.
 """
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass
 
 from wirespeed.core.checks.common import joined
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
 from wirespeed.core.facts import NodeFacts, Tool, Unknown
+from wirespeed.core.parsers.ldd import default_directory
+from wirespeed.core.parsers.sysfs_values import nccl_version
 
 ID = "tools.present"
 REQUIRED = {"iperf3": "iperf3", "perftest": "perftest", "mpirun": "openmpi-bin"}  # tool -> Debian/Ubuntu package
@@ -121,6 +126,66 @@ def _check_nccl_tests(data: CheckInput, out: Findings) -> None:
             )
 
 
+def _libnccl(tool: Tool) -> str | None:
+    """Where a binary's libnccl resolved, with the version its file names: `/x/lib/libnccl.so.2 (NCCL 2.28.9)`."""
+    if not isinstance(tool.nccl_library, str):
+        return None
+    try:
+        return f"{tool.nccl_library} (NCCL {nccl_version(tool.nccl_library_file or tool.nccl_library)})"
+    except ValueError:
+        return tool.nccl_library
+
+
+def _library_fix(node: str, binary: str, directory: str | None) -> Fix:
+    where = directory or "$HOME/nccl/build/lib"  # NVIDIA's playbooks build NCCL there
+    return Fix(
+        node,
+        f"{binary} cannot load libnccl in an ssh session (nccl-tests has no rpath): rebuild with `wirespeed setup "
+        "nccl`, which records its library path, or set LD_LIBRARY_PATH where ssh commands see it",
+        (
+            "wirespeed setup nccl --yes   # builds NCCL and nccl-tests against it, and records its library path",
+            f"sed -i '1i export LD_LIBRARY_PATH={where}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}' ~/.bashrc"
+            "   # line 1: .bashrc returns early for ssh commands",
+        ),
+    )
+
+
+def _check_nccl_libraries(data: CheckInput, out: Findings) -> None:
+    """A binary whose libnccl is not found fails (its rank cannot start); nodes that resolve different NCCLs warn."""
+    found = {node: tools for node in sorted(data.facts) if isinstance(tools := _nccl_tests(data.facts[node]), list)}
+    resolved: dict[str, dict[str, str]] = {}  # node -> resolution as shown -> the path of a binary with it
+    for node, tools in found.items():
+        for tool in tools:
+            if (shown := _libnccl(tool)) is not None:
+                resolved.setdefault(node, {}).setdefault(shown, tool.path or tool.name)
+    directories = [
+        posixpath.dirname(t.nccl_library) for ts in found.values() for t in ts if isinstance(t.nccl_library, str)
+    ]
+    directory = next((d for d in directories if not default_directory(d)), None)  # a source build another node loads
+    for node, tools in found.items():
+        missing = [t for t in tools if isinstance(t.nccl_library, Unknown)]
+        if missing:
+            evidence = [Evidence(node, t.name, f"{t.path} loads", _reason(t.nccl_library)) for t in missing]
+            out.add(evidence, _library_fix(node, missing[0].path or missing[0].name, directory), True)
+    if len({shown for by_node in resolved.values() for shown in by_node}) > 1:
+        evidence = [Evidence(n, "nccl-tests", "libnccl.so.2 =>", shown) for n, by in resolved.items() for shown in by]
+        look = [
+            f"ldd {path} | grep -E 'libnccl|libcudart'   # on {n}" for n, by in resolved.items() for path in by.values()
+        ]
+        fix = Fix(
+            None,
+            "build nccl-tests against one NCCL at one path on every node (`wirespeed setup nccl --yes`): one job "
+            "runs one NCCL, and the NCCL rung passes the launcher's library directories to every rank "
+            "(-x LD_LIBRARY_PATH)",
+            tuple(dict.fromkeys(look)),
+        )
+        out.add(evidence, fix)
+
+
+def _reason(value: str | Unknown | None) -> str:
+    return value.reason if isinstance(value, Unknown) else str(value)
+
+
 @check(ID, "iperf3, perftest, mpirun and nccl-tests on every node, at one version")
 def tools_present(data: CheckInput) -> CheckResult:
     if not data.facts:
@@ -130,6 +195,7 @@ def tools_present(data: CheckInput) -> CheckResult:
     _check_versions(data, out)
     _check_iperf3(data, out)
     _check_nccl_tests(data, out)
+    _check_nccl_libraries(data, out)
     unread = [
         f"{node} {name}"
         for node in sorted(data.facts)

@@ -12,11 +12,13 @@ from dataclasses import replace
 from wirespeed.adapters.slurm import SrunTransport
 from wirespeed.core.inventory import Node
 from wirespeed.core.ladder import diagnose_collective
+from wirespeed.core.mpi_failure import read_failure
 from wirespeed.core.nccl import (
     NcclOptions,
     NcclPlan,
     NodeMemory,
     for_slurm,
+    forwarded_library_path,
     hostfile,
     mpirun_argv,
     parse_gpu_free,
@@ -81,7 +83,9 @@ class NcclRung(Rung):
     def run(self, ctx: RungContext, plan: NcclPlan, measured: Measured) -> None:
         remote, run_dir, options = ctx.remote, ctx.run_dir, nccl_options(ctx.options)
         launcher = remote.cluster.node(plan.launcher)
-        usage = remote.run(launcher, [plan.binary, "-h"], timeout_s=60)
+        library_path = dict(plan.env).get("LD_LIBRARY_PATH") or forwarded_library_path(plan)
+        loads = ["env", f"LD_LIBRARY_PATH={library_path}"] if library_path else []  # as its rank will load it
+        usage = remote.run(launcher, [*loads, plan.binary, "-h"], timeout_s=60)
         json_path = None
         if nccl_tests.supports_json_output(usage.stdout + usage.stderr):
             json_path = f"/tmp/wirespeed-{run_dir.name}-{self.collective}.json"
@@ -116,7 +120,8 @@ class NcclRung(Rung):
                     run_dir.write_text(f"{self.name}/nccl-tests.json", stored_json(json_text))
                 except ValueError:
                     run_dir.write_text(f"{self.name}/nccl-tests.json.unreadable", "nccl-tests JSON was not JSON\n")
-        reading = read_run(self.collective, "\n".join(lines) + "\n", json_text)
+        output = "\n".join(lines) + "\n"
+        reading = read_run(self.collective, output, json_text)
         measured.collective = reading.summary
         environment = " ".join(f"{k}={v}" if v is not None else k for k, v in plan.env)
         measured.notes += [
@@ -130,12 +135,14 @@ class NcclRung(Rung):
             )
             if n
         ]
+        launch = read_failure(output)  # what OpenMPI (4.1 or 5) said of a launch that failed, if it said it
         if timed_out:
-            measured.failure = f"stopped after {options.timeout_s:.0f} s (--nccl-timeout)"
+            stopped = f"stopped after {options.timeout_s:.0f} s (--nccl-timeout)"
+            measured.failure = f"{stopped}; {launch.line}" if launch else stopped
         elif reading.summary is None:
             measured.failure = reading.error or outcome.message
         elif not outcome.ok:
-            measured.failure = f"mpirun: {outcome.message}"
+            measured.failure = launch.line if launch else f"mpirun: {outcome.message}"
         elif reading.summary.wrong:
             measured.failure = f"nccl-tests found {reading.summary.wrong} wrong elements"
 
