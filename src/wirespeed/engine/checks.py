@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
+from wirespeed.core.checks import mesh
 from wirespeed.core.checks.model import (
     REGISTRY,
     SEVERITY_ORDER,
@@ -104,18 +105,16 @@ def measure_mtu_paths(remote: Remote, discovery: Discovery) -> dict[tuple[str, s
         return dict(pool.map(ping, jobs))
 
 
-def measure_ssh_mesh(remote: Remote, discovery: Discovery) -> dict[tuple[str, str], str | None]:
-    """From every node, `ssh -oBatchMode=yes PEER true` to every other node's management address."""
-    targets = {
-        name: address
-        for name, facts in discovery.facts.items()
-        if not isinstance(facts.management, Unknown) and (address := _ipv4(facts, facts.management))
-    }
-    jobs = [(a, b) for a in discovery.facts for b in targets if a != b]
+def measure_ssh_mesh(remote: Remote, discovery: Discovery) -> dict[tuple[str, str, str], str | None]:
+    """From every node, `ssh -oBatchMode=yes ADDRESS true` to every other node at its management address and at the
+    fabric address mpirun's `-H` names it by (`mesh.targets`): plain ssh, so the user's config and known_hosts
+    decide, as they will for mpirun."""
+    targets = mesh.targets(discovery.facts, discovery.cabling)
+    jobs = [(a, b, address) for a in discovery.facts for b in targets if a != b for address in targets[b]]
 
-    def attempt(job: tuple[str, str]) -> tuple[tuple[str, str], str | None]:
-        a, b = job
-        argv = ["ssh", "-oBatchMode=yes", "-oConnectTimeout=5", "-oStrictHostKeyChecking=yes", targets[b], "true"]
+    def attempt(job: tuple[str, str, str]) -> tuple[tuple[str, str, str], str | None]:
+        a, _, address = job
+        argv = ["ssh", "-oBatchMode=yes", "-oConnectTimeout=5", "-oStrictHostKeyChecking=yes", address, "true"]
         outcome = remote.run(remote.cluster.node(a), argv, timeout_s=20)
         if outcome.ok:
             return job, None

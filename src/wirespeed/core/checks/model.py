@@ -64,8 +64,8 @@ class ActiveResults:
 
     # (node, iface, peer node, peer address) -> True when a don't-fragment ping at full MTU answered
     mtu_pings: Mapping[tuple[str, str, str, str], bool] | None = None
-    # (from node, to node) -> None when ssh worked, else the one-line reason
-    ssh_mesh: Mapping[tuple[str, str], str | None] | None = None
+    # (from node, to node, its address) -> None when ssh worked, else the one-line reason
+    ssh_mesh: Mapping[tuple[str, str, str], str | None] | None = None
     # (node, interface) -> error counters that grew between two readings, by how much; the seconds apart
     counter_growth: Mapping[tuple[str, str], Mapping[str, int]] | None = None
     growth_window_s: float = 0.0
