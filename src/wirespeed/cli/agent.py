@@ -240,3 +240,77 @@ def agent_unsudoers(user: str) -> None:
         old.unlink()
     if agents.is_dir() and not any(agents.iterdir()):
         agents.rmdir()
+
+
+@agent.group("toolchain", hidden=True)
+def agent_toolchain() -> None:
+    """The node's side of `wirespeed setup`."""
+
+
+@agent_toolchain.command("probe")
+@pass_ctx
+def toolchain_probe(ctx: Ctx) -> None:
+    """What this node has for the ladder, as JSON: packages, GPUs, nvcc, OpenMPI, NCCLs, setup's builds."""
+    from wirespeed.adapters import toolchain_node
+
+    ctx.output(True).data(toolchain_node.probe())
+
+
+@agent_toolchain.command("packages")
+@click.argument("packages", nargs=-1, required=True)
+def toolchain_packages(packages: tuple[str, ...]) -> None:
+    """apt-get install these (run as root, through --become)."""
+    from wirespeed.adapters import toolchain_node
+    from wirespeed.core.toolchain import KNOWN_PACKAGES
+
+    unknown = [p for p in packages if p not in KNOWN_PACKAGES]
+    if unknown:
+        raise UsageError(f"not a package setup installs: {', '.join(unknown)}")
+    sys.exit(toolchain_node.install_packages(packages))
+
+
+@agent_toolchain.command("receive")
+@click.option("--name", required=True, help="The tarball's file name (nccl-2.28.9-1.tar.gz).")
+def toolchain_receive(name: str) -> None:
+    """Keep a source tarball sent on stdin (base64) for a build: for nodes without internet."""
+    from wirespeed.adapters import toolchain_node
+
+    sys.exit(toolchain_node.receive(name, sys.stdin))
+
+
+@agent_toolchain.command("build")
+@click.option("--step", type=click.Choice(["nccl", "nccl-tests", "select"]), required=True)
+@click.option("--release", default="")
+@click.option("--arch", default="")
+@click.option("--key", default="")
+@click.option("--nccl-home", default="")
+@click.option("--nccl-library", default="")
+@click.option("--nccl-version", default="")
+def toolchain_build(
+    step: str, release: str, arch: str, key: str, nccl_home: str, nccl_library: str, nccl_version: str
+) -> None:
+    """Build NCCL or nccl-tests (or select a built tree), saying every two seconds how far it is; the last line is
+    `done ...` or `failed ...` (with the kept log)."""
+    import os
+
+    from wirespeed.adapters import toolchain_node as node
+
+    try:
+        if step == "nccl":
+            cuda_home, _, _ = node.find_cuda()
+            if cuda_home is None:
+                raise node.BuildError("no nvcc (CUDA_HOME, /usr/local/cuda, PATH)")
+            built = node.build_nccl(release, arch, cuda_home, os.cpu_count() or 1)
+            print(f"done nccl {built['library']}", flush=True)
+        elif step == "nccl-tests":
+            made = node.build_nccl_tests(release, arch, key, nccl_home, nccl_library, nccl_version,
+                                         os.cpu_count() or 1)  # fmt: skip
+            print(f"done nccl-tests {node.root() / 'nccl-tests' / key} against {made['nccl_library']}", flush=True)
+        else:
+            why = node.select(key)
+            if why is not None:
+                raise node.BuildError(why)
+            print(f"done select {node.root() / 'nccl-tests' / key}", flush=True)
+    except node.BuildError as exc:
+        print(f"failed {exc}", flush=True)
+        sys.exit(1)

@@ -23,6 +23,7 @@ from wirespeed.cli.init import init_cmd
 from wirespeed.cli.nodes import check_cmd, discover_cmd, exec_cmd, snapshot_cmd
 from wirespeed.cli.output import Environment
 from wirespeed.cli.runs import baseline_group, compare_cmd, report_cmd, runs_cmd
+from wirespeed.cli.setup import setup_cmd
 from wirespeed.cli.switch import switch_group
 from wirespeed.cli.testbed import testbed
 from wirespeed.cli.tune import tune_group
@@ -58,6 +59,7 @@ cli.add_command(snapshot_cmd)
 cli.add_command(testbed)
 cli.add_command(import_cmd)
 cli.add_command(init_cmd)
+cli.add_command(setup_cmd)
 cli.add_command(switch_group)
 cli.add_command(tune_group)
 
