@@ -31,6 +31,7 @@ from wirespeed.core.run import NodeRef, RunRecord, RunStatus, Step, StepStatus
 from wirespeed.engine import checks as checking
 from wirespeed.engine import fix as fixing
 from wirespeed.engine import rungs
+from wirespeed.engine import setup as setting_up
 from wirespeed.engine.bench import climb, defaults_from_checks
 from wirespeed.engine.discover import discover_live
 from wirespeed.engine.live import LiveBoard
@@ -210,6 +211,7 @@ def _run(
     runnable, skipped = preflight(ctx, chosen)
     for name, why in skipped:
         say(f"    {name} will not run: {why.reason} (fix: {why.fix})")
+    setting_up.offer(remote, options.what, say)
     if not runnable:
         steps.end("preflight", started, StepStatus.STOPPED, "no rung can run here")
         raise Stop("no rung can run here", [f"{name}: {why.reason} (fix: {why.fix})" for name, why in skipped])

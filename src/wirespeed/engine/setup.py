@@ -230,6 +230,8 @@ def layers(what: str) -> tuple[str, ...]:
     """What `bench WHAT` runs, as the toolchain's layers (tcp-lat needs sockperf, the other TCP rungs iperf3)."""
     from wirespeed.engine import rungs
 
+    if what.startswith("nccl-"):  # one collective's rung: the same tools as every other
+        return ("nccl",)
     chosen = rungs.select(what, ("all_reduce",))
     return tuple(dict.fromkeys("tcp-lat" if r.name == "tcp-lat" else r.layer for r in chosen))
 
@@ -299,3 +301,25 @@ def run(
             done.failed.append(exc.message)
             say(exc.message + (f" (hint: {exc.hint})" if exc.hint else ""))
     return done
+
+
+def offer(remote: Remote, what: str, say: Callable[[str], None]) -> int:
+    """Commission's preflight: what `setup` would do for these rungs, said in a line per node and step (one line
+    when nothing is missing), with the command that does it. Returns the number of steps it would take."""
+    try:
+        plan = probe(remote, tc.SetupOptions(layers=layers(what)), say)
+    except WirespeedError as exc:  # the offer must never stop the run it serves
+        say(f"    setup: not read: {exc.message}")
+        return 0
+    blockers = [line for p in plan.plans.values() for line in p.blockers]
+    if not plan.steps and not blockers and not plan.errors:
+        say("    setup: nothing missing: every node has the tools these rungs need")
+        return 0
+    for line in plan_lines(plan):
+        if not line.endswith("is in place"):
+            say(f"    setup: {line}")
+    if plan.steps:
+        root = " --become" if any(s.privileged for p in plan.plans.values() for s in p.steps) else ""
+        rungs = "" if what == "ladder" else f" {what}"
+        say(f"    setup: `wirespeed setup{rungs} --yes{root}` does this ({plan.steps} step(s)), then commission again")
+    return plan.steps
