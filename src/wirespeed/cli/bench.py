@@ -103,16 +103,22 @@ def shared_options(
     if low > high:
         raise UsageError(f"--min-size {min_size} is above --max-size {max_size}",
                          hint="e.g. --min-size 1M --max-size 1G")  # fmt: skip
-    env_pairs: list[tuple[str, str | None]] = []
-    for item in env:
-        name, sep, value = item.partition("=")
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise UsageError(f"--env {item!r}: not NAME=VALUE or NAME", hint="e.g. --env NCCL_IB_DISABLE=1")
-        env_pairs.append((name, value if sep else None))
+    env_pairs = parse_env(env)
     return rungs.BenchOptions(
         seconds=seconds, interval_s=interval, bidir=bidir, streams=streams, env=tuple(env_pairs),
         collectives=tuple(chosen), min_bytes=low, max_bytes=high, iterations=iters, nccl_timeout_s=float(nccl_timeout),
     )  # fmt: skip
+
+
+def parse_env(env: tuple[str, ...]) -> list[tuple[str, str | None]]:
+    """`--env NAME=VALUE` (or NAME: the launcher's value) for every rank, each checked with a one-line error."""
+    pairs: list[tuple[str, str | None]] = []
+    for item in env:
+        name, sep, value = item.partition("=")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise UsageError(f"--env {item!r}: not NAME=VALUE or NAME", hint="e.g. --env NCCL_IB_DISABLE=1")
+        pairs.append((name, value if sep else None))
+    return pairs
 
 
 def exit_status(run: Run) -> ExitStatus:

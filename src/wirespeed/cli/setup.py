@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
 import click
 
+from wirespeed.cli.bench import parse_env
 from wirespeed.cli.common import Ctx, cluster_options, json_option, pass_ctx, resolve_remote
 from wirespeed.core.errors import ExitStatus, UsageError
 
@@ -64,12 +64,7 @@ def setup_cmd(
 
     if what not in rungs.names():
         raise UsageError(f"setup {what!r}: not a rung or a layer", hint=f"one of {', '.join(rungs.names())}")
-    pairs: list[tuple[str, str | None]] = []
-    for item in env:
-        name, sep, value = item.partition("=")
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise UsageError(f"--env {item!r}: not NAME=VALUE or NAME", hint="e.g. --env NCCL_NVLS_ENABLE=0")
-        pairs.append((name, value if sep else None))
+    pairs = parse_env(env)
     if from_dir is not None and not from_dir.is_dir():
         raise UsageError(f"--from {from_dir}: not a directory", hint="a directory of the source tarballs")
     options = SetupOptions(layers=setting_up.layers(what), nccl=nccl_mode)
