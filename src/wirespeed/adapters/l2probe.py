@@ -38,7 +38,10 @@ def probe(node: str, ifaces: list[str], token: str, duration_s: float = 2.0, int
     sockets: dict[socket.socket, tuple[str, bytes]] = {}
     for iface in ifaces:
         try:
-            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETHERTYPE))
+            # Protocol 0 receives nothing until bind() names the interface: a socket opened with the EtherType
+            # would take frames from every interface in between, and a beacon heard on one half would be
+            # credited to another (a cable that does not exist).
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
             sock.bind((iface, ETHERTYPE))
             sock.setblocking(False)
             sockets[sock] = (iface, _mac(iface))
@@ -64,7 +67,8 @@ def probe(node: str, ifaces: list[str], token: str, duration_s: float = 2.0, int
                     frame, address = sock.recvfrom(2048)
                 except OSError:
                     continue
-                if address[2] == PACKET_OUTGOING:
+                rx_iface = sockets[sock][0]
+                if address[2] == PACKET_OUTGOING or address[0] != rx_iface:
                     continue
                 payload = frame[14:]
                 if not payload.startswith(MAGIC):
@@ -75,7 +79,6 @@ def probe(node: str, ifaces: list[str], token: str, duration_s: float = 2.0, int
                     continue
                 if data.get("token") != token:
                     continue
-                rx_iface = sockets[sock][0]
                 key = (rx_iface, str(data.get("node")), str(data.get("iface")))
                 if key not in seen:
                     seen.add(key)
