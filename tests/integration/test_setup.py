@@ -6,11 +6,13 @@ a second setup finds nothing to do."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -80,3 +82,41 @@ def test_a_missing_package_is_planned_then_installed_through_sudo(without_packag
         said = again.stdout + again.stderr
         assert again.returncode == 0, said
         assert "setup: nothing to do" in said and "apt-get install" not in said, said
+
+
+def commission(cluster_file: str, runs: str, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "wirespeed", "commission", "--rungs", "tcp-lat", "--cluster", cluster_file,
+            "--runs", runs, "--no-live", *args]  # fmt: skip
+    return subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False, stdin=subprocess.DEVNULL)
+
+
+def test_commission_offers_setup_and_applies_it_once_asked(without_package: None, tmp_path: Path) -> None:
+    from wirespeed.testbed.login import shell_argv
+
+    with running_testbed("wsc-", nodes=2, topology="direct", cables=1, user="spark", sudo="nopasswd") as (state, _):
+        cluster, runs = str(state.cluster_file), str(tmp_path / "runs")
+        mesh = subprocess.run(shell_argv(state, "wsc-1", ["wirespeed", "init", "--yes", "--no-check"], tty=False),
+                              capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+        assert mesh.returncode == 0, mesh.stdout + mesh.stderr  # ssh between the nodes, as the owner sets it up
+
+        offered = commission(cluster, runs, "--become")  # no --yes, no terminal: offered, not applied
+        said = offered.stdout + offered.stderr
+        assert offered.returncode == 1, said
+        assert "tcp-lat will not run" in said and "wirespeed setup tcp-lat --yes --become" in said, said
+        assert "nothing applied; run again with --yes" in said and "no rung can run here" in said, said
+        assert not installed(PACKAGE)
+
+        applied = commission(cluster, runs, "--become", "--yes")
+        said = applied.stdout + applied.stderr
+        assert "Traceback" not in said
+        assert f"wsc-1: installed {PACKAGE}" in said and f"wsc-2: installed {PACKAGE}" in said, said
+        assert installed(PACKAGE)
+        run = max((tmp_path / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
+        record = json.loads((run / "run.json").read_text())
+        preflight = next(s for s in record["steps"] if s["name"] == "preflight")
+        assert preflight["status"] == "done" and "setup: 2 step(s) applied" in preflight["detail"], preflight
+        assert "1 of 1 rung(s) will run: tcp-lat" in preflight["detail"]
+        kept = json.loads((run / "setup.json").read_text())
+        assert kept["applied"] is True and kept["failed"] == []
+        measured = json.loads((run / "before" / "tcp-lat.json").read_text())
+        assert measured["status"] == "ran", measured

@@ -177,3 +177,23 @@ def test_facts_carry_the_libraries_through_json_and_older_facts_still_load() -> 
     again = facts_from_json(older)
     old_binary = next(t for t in again.tools if t.name == "all_reduce_perf")
     assert old_binary == Tool("all_reduce_perf", "present", path=binary.path, detail="mpi=yes")
+
+
+def test_the_nccl_setup_built_is_among_the_libraries_read_for_architectures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lib = tmp_path / "nccl" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "libnccl.so.2.28.9").write_bytes(b"\x7fELF")
+    (lib / "libnccl.so.2").symlink_to("libnccl.so.2.28.9")
+    binary = _tree(tmp_path / "setup", {"library_path": [str(lib)]})
+    monkeypatch.setattr(collect, "NCCL_TESTS_DIRS", (os.path.dirname(binary),))
+    monkeypatch.setattr(collect, "NCCL_VENV_GLOBS", ())
+    monkeypatch.delenv("NCCL_TESTS_DIR", raising=False)
+    monkeypatch.delenv("NCCL_HOME", raising=False)
+    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(collect, "run_command", lambda argv: Output(0, ""))  # an empty ldconfig cache
+    assert collect._nccl_libraries() == [str(lib / "libnccl.so.2.28.9")]
+    os.remove(binary)
+    assert collect._nccl_libraries() == []

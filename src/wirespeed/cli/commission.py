@@ -60,10 +60,20 @@ def _ask(out: Output, yes: bool) -> Confirm:
     return confirm
 
 
+def _ask_setup(yes: bool) -> Callable[[int], bool]:
+    """Whether to apply setup's plan (shown just before): --yes says so; a terminal is asked; otherwise no (and
+    setup says how to apply it)."""
+
+    def confirm(steps: int) -> bool:
+        return yes or (sys.stdin.isatty() and click.confirm(f"Install and build these {steps} step(s) now?"))
+
+    return confirm
+
+
 @click.command("commission")
 @cluster_options
-@click.option("--yes", is_flag=True, help="Apply the fixes without asking.")
-@click.option("--no-fix", is_flag=True, help="Measure the cluster as it is; change nothing.")
+@click.option("--yes", is_flag=True, help="Apply setup's plan (missing tools) and the fixes without asking.")
+@click.option("--no-fix", is_flag=True, help="Measure the cluster as it is; change nothing, install nothing.")
 @click.option("--rungs", "what", type=click.Choice(rungs.names()), default="ladder", show_default=True,
               help="Which rungs to climb: the whole ladder, a layer, or one rung.")  # fmt: skip
 @bench_flags
@@ -92,8 +102,9 @@ def commission_cmd(
     **flags: Any,
 ) -> ExitStatus:
     """Commission the cluster: discover every node (wirespeed shipped where missing), find which rungs can run,
-    check every known pitfall, measure, fix what can be fixed (asked first, or --yes), check again, measure again,
-    and write one report with every rung before and after the fixes. It stops, saying what to do by hand, when a
+    install what the rungs lack (`setup`'s plan, asked first, or --yes), check every known pitfall, measure, fix
+    what can be fixed (asked first, or --yes), check again, measure again, and write one report with every rung
+    before and after the fixes. It stops, saying what to do by hand, when a
     node cannot be read, ssh between the nodes fails, or no rung can run.
 
     Exit status: 0 commissioned; 1 stopped, or a rung or a fix failed; 3 nothing could be measured; 130 interrupted
@@ -128,7 +139,8 @@ def commission_cmd(
                 yield board, lambda text: display.say(f"wirespeed: {text}")
 
         with signals_interrupt():
-            done = engine.commission(remote, options, run_dir, say=said, confirm=_ask(out, yes), live=live)
+            done = engine.commission(remote, options, run_dir, say=said, confirm=_ask(out, yes),
+                                     confirm_setup=_ask_setup(yes), live=live)  # fmt: skip
     steps = done.steps
     started = steps.begin("report", "one page with every step and every rung") if steps else 0.0
     target = run_dir.path / "report.html"

@@ -705,12 +705,15 @@ NCCL_VENV_GLOBS = (
 
 
 def _nccl_libraries() -> list[str]:
-    """libnccl files: the ldconfig cache, NCCL_HOME, LD_LIBRARY_PATH and the usual Python venvs (PyTorch's)."""
+    """libnccl files: the ldconfig cache, NCCL_HOME, LD_LIBRARY_PATH, the build nccl-tests runs with and the usual
+    Python venvs (PyTorch's)."""
     found: list[str] = []
     listing = run_command(["ldconfig", "-p"])
     found += [line.rpartition("=>")[2].strip() for line in listing.stdout.splitlines() if "libnccl.so" in line]
     dirs = [os.path.join(os.environ["NCCL_HOME"], "lib")] if os.environ.get("NCCL_HOME") else []
     dirs += [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+    tests = _nccl_tests_binary("all_reduce_perf")
+    dirs += _build_library_path(tests) if tests else []  # the NCCL `wirespeed setup` built nccl-tests against
     found += [p for d in dirs for p in sorted(glob.glob(os.path.join(d, "libnccl.so*")))]
     found += [p for pattern in NCCL_VENV_GLOBS for p in sorted(glob.glob(os.path.expanduser(pattern)))]
     unique: dict[str, str] = {}

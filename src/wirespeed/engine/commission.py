@@ -76,6 +76,7 @@ class Stop(Exception):
 
 
 Confirm = Callable[[dict[str, list[Operation]], dict[str, list[str]]], bool]
+ConfirmSetup = Callable[[int], bool]  # whether to apply setup's plan of this many steps
 # The live view of one bench phase: given its title and its rungs, a context giving the board the rungs report to
 # and what to say while it is shown (the display lives in the CLI; the engine only opens and closes it).
 LivePhase = Callable[[str, Sequence[str]], AbstractContextManager[tuple[LiveBoard | None, Callable[[str], None]]]]
@@ -171,6 +172,7 @@ def commission(
     *,
     say: Callable[[str], None],
     confirm: Confirm,
+    confirm_setup: ConfirmSetup = lambda _: False,
     live: LivePhase = no_live_view,
 ) -> Commission:
     """Every step in turn, each recorded as it ends; a signal ends the run `interrupted`, a `Stop` ends it `failed`
@@ -179,7 +181,7 @@ def commission(
     done = Commission(run_dir, steps=steps)
     with remote.owned(), ending(run_dir) as end:
         try:
-            _run(remote, options, run_dir, steps, done, say, confirm, live)
+            _run(remote, options, run_dir, steps, done, say, (confirm, confirm_setup), live)
         except Stop as stop:
             end.status, end.reason, done.stopped = RunStatus.FAILED, f"stopped: {stop.reason}", stop.todo
     done.status, done.reason = end.status, end.reason
@@ -193,9 +195,10 @@ def _run(
     steps: _Steps,
     done: Commission,
     say: Callable[[str], None],
-    confirm: Confirm,
+    asks: tuple[Confirm, ConfirmSetup],
     live: LivePhase,
 ) -> None:
+    confirm, confirm_setup = asks
     started = steps.begin("discover", f"{len(remote.cluster.nodes)} node(s): facts, cabling probe")
     try:
         found = _discover(remote, say)
@@ -211,12 +214,26 @@ def _run(
     runnable, skipped = preflight(ctx, chosen)
     for name, why in skipped:
         say(f"    {name} will not run: {why.reason} (fix: {why.fix})")
-    setting_up.offer(remote, options.what, say)
+    offered = setting_up.offer(remote, options.what, say)
+    set_up = ""
+    if offered is not None and offered.steps and options.fix:
+        outcome = setting_up.run(remote, offered, say, confirm=confirm_setup, smoke_env=None)
+        run_dir.write_json("setup.json", {**offered.to_json(), **outcome.to_json()})
+        set_up = f"; setup: {offered.steps} step(s) {'applied' if outcome.applied else 'not applied'}"
+        set_up += f", {len(outcome.failed)} failed" if outcome.failed else ""
+        if outcome.applied:  # the tools changed: read the nodes again, and what can run now
+            found = _discover(remote, say)
+            run_dir.write_json("discovery.json", found.to_json())
+            ctx = replace(ctx, discovery=found)
+            runnable, skipped = preflight(ctx, chosen)
+            for name, why in skipped:
+                say(f"    {name} will not run: {why.reason} (fix: {why.fix})")
     if not runnable:
-        steps.end("preflight", started, StepStatus.STOPPED, "no rung can run here")
+        steps.end("preflight", started, StepStatus.STOPPED, "no rung can run here" + set_up)
         raise Stop("no rung can run here", [f"{name}: {why.reason} (fix: {why.fix})" for name, why in skipped])
     names = ", ".join(r.name for r in runnable)
-    steps.end("preflight", started, StepStatus.DONE, f"{len(runnable)} of {len(chosen)} rung(s) will run: {names}")
+    steps.end("preflight", started, StepStatus.DONE,
+              f"{len(runnable)} of {len(chosen)} rung(s) will run: {names}{set_up}")  # fmt: skip
 
     started = steps.begin("checks", "every known pitfall, with the active measurements")
     checks = _checks(remote, found, say)

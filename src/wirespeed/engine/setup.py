@@ -303,23 +303,24 @@ def run(
     return done
 
 
-def offer(remote: Remote, what: str, say: Callable[[str], None]) -> int:
+def offer(remote: Remote, what: str, say: Callable[[str], None]) -> SetupPlan | None:
     """Commission's preflight: what `setup` would do for these rungs, said in a line per node and step (one line
-    when nothing is missing), with the command that does it. Returns the number of steps it would take."""
+    when nothing is missing), with the command that does it. Returns the plan, None where it could not be read."""
     try:
         plan = probe(remote, tc.SetupOptions(layers=layers(what)), say)
     except WirespeedError as exc:  # the offer must never stop the run it serves
         say(f"    setup: not read: {exc.message}")
-        return 0
+        return None
     blockers = [line for p in plan.plans.values() for line in p.blockers]
     if not plan.steps and not blockers and not plan.errors:
         say("    setup: nothing missing: every node has the tools these rungs need")
-        return 0
+        return plan
     for line in plan_lines(plan):
         if not line.endswith("is in place"):
             say(f"    setup: {line}")
     if plan.steps:
         root = " --become" if any(s.privileged for p in plan.plans.values() for s in p.steps) else ""
         rungs = "" if what == "ladder" else f" {what}"
-        say(f"    setup: `wirespeed setup{rungs} --yes{root}` does this ({plan.steps} step(s)), then commission again")
-    return plan.steps
+        say(f"    setup: `wirespeed setup{rungs} --yes{root}` does this ({plan.steps} step(s)); so does commission "
+            "once asked (--yes)")  # fmt: skip
+    return plan

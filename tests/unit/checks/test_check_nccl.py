@@ -121,3 +121,19 @@ def test_arch_skips_without_gpus_or_libraries() -> None:
     assert outcome.status is CheckStatus.SKIP and "no NCCL library" in outcome.summary
     outcome = arch(gpus=(Gpu("NVIDIA GB10", Unknown("nvidia-smi did not say"), "x"),), nccl_archs=PIP_NCCL)
     assert outcome.status is CheckStatus.SKIP
+
+
+def test_arch_judges_the_library_nccl_tests_loads() -> None:
+    from wirespeed.core.facts import Tool
+
+    built = "/home/spark/.local/share/wirespeed/nccl/2.28.9-1-sm121/lib/libnccl.so.2.28.9"
+    system = "/usr/lib/aarch64-linux-gnu/libnccl.so.2.18.1"
+    libraries = {system: "elf=70,80,90 ptx=", built: "elf=121 ptx="}
+    tests = Tool("all_reduce_perf", "present", path="/x/build/all_reduce_perf",
+                 nccl_library=built.rpartition(".so")[0] + ".so.2", nccl_library_file=built)  # fmt: skip
+    outcome = arch(gpus=GB10, nccl_archs=libraries, tools=(tests,))
+    assert outcome.status is CheckStatus.WARN  # the measured path fits; another library on the node does not
+    assert all(e.subject == system and "nccl-tests loads" in e.what for e in outcome.evidence)
+    outcome = arch(gpus=GB10, nccl_archs={system: "elf=70,80,90 ptx=", built: "elf=90 ptx="}, tools=(tests,))
+    assert outcome.status is CheckStatus.FAIL
+    assert any(e.subject == built and "nccl-tests loads" not in e.what for e in outcome.evidence)

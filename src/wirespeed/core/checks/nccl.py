@@ -8,6 +8,8 @@ without a cubin or PTX for the GPU cannot launch its kernels.
 
 from __future__ import annotations
 
+import posixpath
+
 from wirespeed.core.checks.common import FIND_ENV, NcclList, cabled_ports, count, joined, rdma_devices_of
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
 from wirespeed.core.facts import NodeFacts, Unknown
@@ -144,11 +146,26 @@ def _arch_fix(node: str, capability: int) -> Fix:
     )
 
 
-def _library_findings(node: str, path: str, line: str, gpus: list[tuple[str, int]]) -> list[Finding]:
+def _loaded_by_tests(facts: NodeFacts) -> set[str]:
+    """The libnccl files the node's nccl-tests binaries load (as ldd resolved them), real paths."""
+    return {
+        posixpath.normpath(path)
+        for tool in facts.tools
+        for path in (tool.nccl_library, tool.nccl_library_file)
+        if isinstance(path, str) and path.startswith("/")
+    }
+
+
+def _library_findings(
+    node: str, path: str, line: str, gpus: list[tuple[str, int]], tests_load: set[str]
+) -> list[Finding]:
+    """One finding per GPU for one library. Where nccl-tests is known to load another library, this one lacking
+    code is a warning (a framework that loads it would fail), not the measured path's failure."""
     try:
         archs = decode(line)
     except ValueError:
         return [(CheckStatus.SKIP, Evidence(node, path, "NCCL library not read", line), Fix(node, ""))]
+    elsewhere = bool(tests_load) and posixpath.normpath(path) not in tests_load
     findings: list[Finding] = []
     for name, capability in gpus:
         how = archs.runs_on(capability)
@@ -162,6 +179,9 @@ def _library_findings(node: str, path: str, line: str, gpus: list[tuple[str, int
                 if how == "ptx"
                 else (CheckStatus.FAIL, "no code for it (NCCL kernels cannot launch)")
             )
+            if elsewhere:
+                status = CheckStatus.WARN
+                what += f"; nccl-tests loads {joined(sorted(tests_load))}, not this one"
             evidence = Evidence(node, path, f"{name} (sm_{capability}): {what}", archs.describe())
             findings.append((status, evidence, _arch_fix(node, capability)))
     return findings
@@ -180,7 +200,7 @@ def nccl_arch(data: CheckInput) -> CheckResult:
             unread.append(node)
             continue
         for path, line in sorted(libraries.items()):
-            findings += _library_findings(node, path, line, gpus)
+            findings += _library_findings(node, path, line, gpus, _loaded_by_tests(data.facts[node]))
     note = f"; no NCCL library found on {joined(unread)}" if unread else ""
     if not findings:
         return skip(ARCH, f"no NCCL library found on {joined(unread)} (ldconfig, NCCL_HOME, LD_LIBRARY_PATH, venvs)")
