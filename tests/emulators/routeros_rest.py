@@ -9,8 +9,12 @@ What it keeps from the documentation:
   `{"error": 401, "message": "Unauthorized"}`;
 - every value in a reply is a string (`"9000"`, `"true"`), record ids are `*1`, `*2`, ... (hex, as RouterOS);
 - GET reads (`?prop=value` filters, `?.proplist=a,b`), PATCH sets one record, PUT adds, DELETE removes (204),
-  POST runs a command (`print` with `.proplist`/`.query`, and `stats` for the error counters; `monitor` with
-  `once`; `set`);
+  POST runs a command (`print` with `.proplist`/`.query`, and `stats` for the error counters, named as the Ethernet
+  manual's Stats list names them: `tx-drop`, `rs-fec-uncorrected`; `monitor` with `once` and the ports in `numbers`,
+  `{"numbers":"ether2","once":""}`; `set`);
+- a request ends at the router's 60-second limit with 400 `Session closed` (manual.mikrotik.com REST API, "Keep
+  commands within 60 seconds"): `monitor` without `once` runs until then, and so does the monitor of a port whose
+  `monitor_hangs` is set (a monitor that never returns); `session_limit_s` shortens the limit for tests;
 - errors are JSON `{"error": N, "message": ..., "detail": ...}`: 400 for a bad value, an unknown parameter or
   malformed JSON, 404 for an unknown path or id, 405 for a method the path does not take.
 
@@ -62,7 +66,8 @@ MAX_L2MTU = 10218  # the CRS8xx ceiling
 BOOLEANS = {"yes": True, "true": True, "no": False, "false": False}
 WRITABLE = ("name", "mtu", "l2mtu", "speed", "auto-negotiation", "fec-mode", "disabled")
 READ_ONLY = (".id", "default-name", "running")
-COUNTERS = ("rx-fcs-error", "rx-too-long", "tx-drop-packet", "rs-fec-uncorrected")
+COUNTERS = ("rx-fcs-error", "rx-too-long", "tx-drop", "rs-fec-uncorrected")
+SESSION_LIMIT_S = 60.0  # RouterOS ends a REST request at 60 s: 400 with the detail `Session closed`
 LINK_PROPS = frozenset({"speed", "auto-negotiation", "disabled"})
 DEFAULT_PORTS = tuple(f"qsfp56-dd-{cage}-{lane}" for cage in range(1, 5) for lane in (1, 5))
 HANDLER_TIMEOUT_S = 5.0  # a client that connects and says nothing must not hold a thread past stop()
@@ -75,6 +80,10 @@ def _bool(flag: bool) -> str:
 def rate_of(speed: str) -> str:
     """`200G-baseCR4` -> `200Gbps`: what monitor reports for a link that came up at that speed."""
     return speed.split("-", 1)[0] + "bps"
+
+
+class _HoldSession(Exception):
+    """A command that runs until the router's session limit ends it (raised inside the lock, waited outside)."""
 
 
 class ApiError(Exception):
@@ -118,8 +127,9 @@ class EthernetPort:
     peer_speed: str | None = "200G-baseCR4"  # what the far end of the cable runs; None: no cable
     rx_fcs_error: int = 0
     rx_too_long: int = 0
-    tx_drop_packet: int = 0
+    tx_drop: int = 0  # `tx-drop`: frames dropped for a full output queue
     rs_fec_uncorrected: int = 0  # `rs-fec-uncorrected` on the CLI
+    monitor_hangs: bool = False  # its `monitor` never answers: the request runs to the session limit
     running: bool = field(default=False, init=False)
     status: str = field(default="no-link", init=False)  # monitor's `status`: "link-ok" or "no-link"
     rate: str | None = field(default=None, init=False)  # monitor's `rate`, e.g. "200Gbps"; None without link
@@ -167,7 +177,7 @@ class EthernetPort:
             "name": self.name,
             "rx-fcs-error": str(self.rx_fcs_error),
             "rx-too-long": str(self.rx_too_long),
-            "tx-drop-packet": str(self.tx_drop_packet),
+            "tx-drop": str(self.tx_drop),
             "rs-fec-uncorrected": str(self.rs_fec_uncorrected),
         }
 
@@ -393,6 +403,7 @@ class RouterOSEmulator:
         board_name: str = "CRS804-4DDQ",
         bridges: Sequence[str] = ("bridge1",),
         delay_s: float = 0.0,
+        session_limit_s: float = SESSION_LIMIT_S,
     ) -> None:
         self.user = user
         self.password = password
@@ -400,6 +411,7 @@ class RouterOSEmulator:
         self.tls = tls
         self.board_name = board_name
         self.delay_s = delay_s  # may be changed while running
+        self.session_limit_s = session_limit_s  # may be changed while running
         self.requests: list[Request] = []
         made = list(ports) if ports is not None else [EthernetPort(name) for name in DEFAULT_PORTS]
         self._ethernet: dict[str, EthernetPort] = {f"*{n:X}": port for n, port in enumerate(made, start=1)}
@@ -538,6 +550,9 @@ class RouterOSEmulator:
                 return self._dispatch(method, target, body)
         except ApiError as err:
             return _error(err.status, err.detail)
+        except _HoldSession:  # runs on, past the lock, until the limit (or stop) ends it
+            self._stopping.wait(self.session_limit_s)
+            return _error(400, "Session closed")
 
     def _authorized(self, authorization: str | None) -> bool:
         if not authorization or not authorization.startswith("Basic "):
@@ -694,14 +709,15 @@ class RouterOSEmulator:
         return port.record(record_id)
 
     def _monitor(self, body: Mapping[str, Any]) -> Response:
-        """`monitor` needs `once` (or `duration`): without it the console would run until stopped."""
+        """`monitor` with `once` returns one sample per port; without it, it runs until the session limit."""
         for key in body:
-            if key not in ("numbers", "once", "duration", "interval", ".proplist"):
+            if key not in ("numbers", "once", "interval", ".proplist"):
                 raise ApiError(400, f"unknown parameter {key}")
-        if "once" not in body and "duration" not in body:
-            raise ApiError(400, "monitor runs until stopped: give once (or duration)")
+        ports = self._find_ports(body.get("numbers"))
+        if "once" not in body or any(p.monitor_hangs for _, p in ports):
+            raise _HoldSession
         proplist = _proplist(body.get(".proplist"))
-        return Response(200, [_select(p.monitor(), proplist) for _, p in self._find_ports(body.get("numbers"))], {})
+        return Response(200, [_select(p.monitor(), proplist) for _, p in ports], {})
 
     def _bridge_port_api(
         self, method: str, rest: tuple[str, ...], query: Sequence[tuple[str, str]], body: Any

@@ -270,3 +270,49 @@ def test_a_node_that_fails_means_no_node_keeps_the_fix(clean: Bed) -> None:
     assert one.rolled_back and not one.confirmed and "wfk-2 failed" in one.why
     assert time.monotonic() - started < 60  # told to restore at once, not left to its timer
     assert snapshots(bed) == bed.baseline
+
+
+def test_a_fix_whose_timer_was_killed_is_named_by_check_until_restored(clean: Bed) -> None:
+    """The controller killed once every node applied, and wfk-2's rollback timer killed too (as a reboot would):
+    wfk-2 keeps an unconfirmed fix for good. `check` fails on it naming the node, `discover` says so, and the
+    fix's own command line (the agent's journal query on the node) restores it."""
+    from .helpers import processes_in
+
+    bed = clean
+    env = {**os.environ, "COLUMNS": "200", "WIRESPEED_TEST_FIX_PAUSE": "before-confirm"}
+    argv = [sys.executable, "-m", "wirespeed", "fix", "--cluster", bed.cluster, "--yes", "--rollback-after", "15"]
+    controller = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert controller.stderr is not None
+        for line in controller.stderr:
+            if "test pause at before-confirm" in line:
+                break
+    finally:
+        controller.kill()
+        controller.wait()
+    assert processes_in("wfk-2", "rollback-timer"), "wfk-2 has no rollback timer running"
+    pids = subprocess.run(["ip", "netns", "pids", "wfk-2"], capture_output=True, text=True, check=True).stdout.split()
+    for pid in pids:
+        try:
+            if b"rollback-timer" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                os.kill(int(pid), 9)
+        except OSError:
+            continue
+    until(lambda: not processes_in("wfk-2", "rollback-timer"), 30, "wfk-2's timer to die")
+
+    checked = wirespeed("check", "--cluster", bed.cluster, "--only", "fix.pending")
+    said = checked.stdout + checked.stderr
+    assert checked.returncode == 1, said
+    assert "unconfirmed fix left in place on wfk-2" in said and "agent fix-journal" in said, said
+    found = wirespeed("discover", "--cluster", bed.cluster, "--no-probe")
+    assert "not confirmed: no timer will restore it" in found.stdout + found.stderr, found.stdout + found.stderr
+
+    remote = Remote(load_cluster_file(Path(bed.cluster)))
+    with remote.owned():
+        node = remote.cluster.node("wfk-2")
+        restored = remote.run(node, [*remote.agent_argv(node), "agent", "fix-journal"], timeout_s=60)
+    assert restored.ok, restored.message
+    again = wirespeed("check", "--cluster", bed.cluster, "--only", "fix.pending")
+    assert again.returncode == 0, again.stdout + again.stderr
+    until(lambda: all(j["state"] in FINAL for n in NODES for j in journals(n).values()), 60, "wfk-1's timer")
+    assert snapshots(bed) == bed.baseline

@@ -73,3 +73,58 @@ def test_a_holder_that_is_not_one_is_refused(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "wirespeed", "agent", "lock", "--holder", "{}"], env=env,
                             capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     assert result.returncode == 2 and "--holder: not a holder" in result.stderr
+
+
+def test_a_queue_has_an_end_then_says_busy(tmp_path: Path) -> None:
+    first = agent_lock(tmp_path, ME)
+    try:
+        assert first_answer(first) == (LOCKED, ME)
+        other = Holder("commission", "bob", "spark-2", 7, "2026-11-24T03:13:00Z")
+        queued = agent_lock(tmp_path, other, "--wait", "--wait-limit", "0.5")
+        assert first_answer(queued) == (WAITING, ME)
+        assert first_answer(queued) == (BUSY, ME)  # still held when its wait ran out
+        assert queued.wait(timeout=30) == 3
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+
+
+@pytest.mark.parametrize("limit", ["nan", "inf", "1e309", "0", "-5", "86401"])
+def test_a_wait_limit_that_is_no_duration_is_refused(tmp_path: Path, limit: str) -> None:
+    env = {**os.environ, "WIRESPEED_CONFIG_ROOT": str(tmp_path)}
+    for argv in (["agent", "lock", "--holder", json.dumps(ME.to_json()), "--wait"], ["bench", "--hosts", "nowhere"]):
+        result = subprocess.run([sys.executable, "-m", "wirespeed", *argv, "--wait-limit", limit], env=env,
+                                capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+        assert result.returncode == 2, (argv, result.stderr)
+        assert "--wait-limit" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_an_agent_that_does_not_answer_the_lock_is_named_within_the_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from wirespeed.core.errors import WirespeedError
+    from wirespeed.core.inventory import Cluster, Node
+    from wirespeed.engine import benchlock
+    from wirespeed.engine.remote import Remote
+
+    monkeypatch.setattr(benchlock, "ANSWER_S", 0.5)
+    nodes = (
+        Node("n1", "localhost", agent=("sh", "-c", "exec sleep 30", "sh")),
+        Node("n2", "localhost", agent=("sh", "-c", "echo junk; exec sleep 30", "sh")),
+    )
+    for node, said in zip(nodes, ("the agent did not answer about the bench lock within 0.5 s",
+                                  "cannot take the bench lock: not a lock answer: 'junk'"), strict=True):  # fmt: skip
+        remote = Remote(Cluster("c", (node,), "t"), control_dir=tmp_path)
+        started = time.monotonic()
+        with (
+            pytest.raises(WirespeedError) as caught,
+            remote.owned(),
+            benchlock.cluster_lock(remote, "bench", wait=False, say=lambda _: None),
+        ):
+            pass
+        assert caught.value.message == f"{node.name}: {said}"
+        assert time.monotonic() - started < 10
+        assert remote.stop_all() == []

@@ -116,6 +116,76 @@ def test_error_counter_names() -> None:
         assert not is_error_counter(name), name
 
 
+# Every `ethtool -S` name the mlx5 driver can print that wirespeed names, as the driver spells it
+# (drivers/net/ethernet/mellanox/mlx5/core/en_stats.c: q_stats, vnic_env, vport, pport 802_3/2863/2819, phy,
+# pcie, per-prio and pfc groups; `%d` and `%s` filled in for priorities 0-7 and "global").
+MLX5_ETHTOOL = frozenset(
+    {
+        "rx_out_of_buffer",
+        "rx_if_down_packets",
+        "rx_steer_missed_packets",
+        "dev_internal_queue_oob",
+        "tx_packets_phy",
+        "rx_packets_phy",
+        "rx_crc_errors_phy",
+        "tx_bytes_phy",
+        "rx_bytes_phy",
+        "rx_in_range_len_errors_phy",
+        "rx_out_of_range_len_phy",
+        "rx_oversize_pkts_phy",
+        "rx_symbol_err_phy",
+        "rx_pause_ctrl_phy",
+        "tx_pause_ctrl_phy",
+        "rx_discards_phy",
+        "tx_discards_phy",
+        "tx_errors_phy",
+        "rx_undersize_pkts_phy",
+        "rx_fragments_phy",
+        "rx_jabbers_phy",
+        "link_down_events_phy",
+        "rx_pcs_symbol_err_phy",
+        "rx_corrected_bits_phy",
+        "rx_pci_signal_integrity",
+        "tx_pci_signal_integrity",
+        "outbound_pci_buffer_overflow",
+        "tx_pause_storm_warning_events",
+        "tx_pause_storm_error_events",
+        "rx_global_pause",
+        "tx_global_pause",
+        "rx_oversize_pkts_sw_drop",
+        *(f"{d}_vport_{k}_bytes" for d in ("rx", "tx") for k in ("unicast", "multicast", "broadcast")),
+        *(f"{d}_vport_rdma_{k}_bytes" for d in ("rx", "tx") for k in ("unicast", "multicast")),
+        *(f"rx_prio{p}_{k}" for p in range(8) for k in ("discards", "buf_discard", "cong_discard", "pause")),
+        *(f"tx_prio{p}_pause" for p in range(8)),
+    }
+)
+# The kernel's own netdev statistics (/sys/class/net/IF/statistics) and the RDMA hw_counters and port counters
+# (`rdma statistic show link`), which are no `ethtool -S` names of mlx5.
+NOT_ETHTOOL = frozenset(
+    {
+        "rx_dropped", "tx_dropped", "rx_errors", "tx_errors", "rx_crc_errors", "rx_missed_errors",
+        "rx_over_errors", "rx_fifo_errors", "rx_frame_errors", "tx_fifo_errors", "tx_carrier_errors",
+        "out_of_sequence", "packet_seq_err", "local_ack_timeout_err", "rnr_nak_retry_err", "out_of_buffer",
+        "rx_icrc_encapsulated", "req_cqe_error", "resp_cqe_error", "roce_adp_retrans", "roce_adp_retrans_to",
+        "np_cnp_sent", "rp_cnp_handled", "np_ecn_marked_roce_packets", "port_xmit_discards", "port_rcv_errors",
+        "link_downed", "symbol_error",
+    }
+)  # fmt: skip
+
+
+def test_every_mlx5_counter_named_is_one_the_driver_prints() -> None:
+    """`dev_out_of_buffer` never was an mlx5 counter: the driver's is `dev_internal_queue_oob`."""
+    from wirespeed.core.counters import ERROR_NAMES, PHY, VPORT_RX, VPORT_TX
+    from wirespeed.core.parsers.ethtool import ERROR_COUNTERS
+
+    named = (set(ERROR_NAMES) | set(PHY) | set(VPORT_TX) | set(VPORT_RX) | set(ERROR_COUNTERS)) - NOT_ETHTOOL
+    assert named - MLX5_ETHTOOL == set()
+    assert is_error_counter("dev_internal_queue_oob") and not is_error_counter("dev_out_of_buffer")
+    assert {n for n in MLX5_ETHTOOL if n.startswith(("rx_prio", "tx_prio"))} <= {
+        n for n in MLX5_ETHTOOL if is_error_counter(n)
+    }
+
+
 def test_wire_source_phy_for_mlx5_netdev_for_veth() -> None:
     assert wire_source(real_stats()) == "phy"
     assert wire_source(selected_real()) == "phy"

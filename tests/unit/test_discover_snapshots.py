@@ -83,3 +83,23 @@ def test_topology_from_the_address_plan(case: tuple[str, Any]) -> None:
     assert discovery.cabling.topology == expected["topology"]
     if expected.get("cables") is not None:
         assert discovery.cabling.cables == expected["cables"]
+
+
+def test_a_plain_file_in_sys_class_net_is_no_interface(tmp_path: Path) -> None:
+    """The bonding driver puts `bonding_masters` in /sys/class/net as a class attribute, a plain file among the
+    links to the net devices (drivers/net/bonding/bond_sysfs.c): it is never an interface, live or in a snapshot."""
+    import shutil
+
+    from wirespeed.adapters.source import RootedSource, SnapshotSource
+
+    node = tmp_path / "spark-1"
+    shutil.copytree(FIXTURES / "spark-one-cable" / "spark-1", node, symlinks=True)
+    net = node / "sys" / "class" / "net"
+    (net / "bonding_masters").write_text("\n")  # no bond yet: the file is there once the module is loaded
+    expected = sorted(p.name for p in net.iterdir() if p.is_dir())
+    assert "bonding_masters" not in expected and "enp1s0f0np0" in expected
+    discovery = discover_snapshots([tmp_path])
+    assert discovery.errors == {}
+    assert sorted(n.name for n in discovery.facts["spark-1"].netdevs) == expected
+    for source in (SnapshotSource(node), RootedSource(node, "a fake root")):
+        assert source.is_dir("/sys/class/net/lo") and not source.is_dir("/sys/class/net/bonding_masters")

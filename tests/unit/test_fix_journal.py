@@ -108,6 +108,37 @@ def test_an_orphaned_journal_is_restored_by_the_next_query(root: Path) -> None:
     assert fixjournal.query()["states"] == {"n1-d": "rolledback"} and original(root)
 
 
+def test_a_journal_left_by_a_dead_timer_is_reported_pending_without_restoring_it(root: Path) -> None:
+    answer = fixjournal.apply_journaled("n1-p", ops(), 30)
+    [waiting] = fixjournal.pending()
+    assert waiting["token"] == "n1-p" and waiting["state"] == "applied" and waiting["timer_alive"] is True
+    assert waiting["overdue_s"] is not None and waiting["overdue_s"] < 0  # its deadline is still ahead
+    os.kill(answer["timer"], signal.SIGKILL)
+    until(lambda: b"rollback-timer" not in _cmdline(answer["timer"]))
+    [left] = fixjournal.pending()
+    assert left["timer_alive"] is False and not original(root)  # named, and nothing restored by reading it
+    fixjournal.query()
+    assert fixjournal.pending() == [] and original(root)
+
+
+def test_journals_are_ordered_by_their_sequence_not_the_wall_clock(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = fixjournal.apply_journaled("n1-s1", ops(), 5)
+    fixjournal.confirm("n1-s1")
+    real = time.time
+    monkeypatch.setattr(fixjournal.time, "time", lambda: real() - 3600)  # the node's clock stepped back an hour
+    undo = [Operation("unlink", TCP, "", "revert"), Operation("file", CX7, "# the node's own\n", "revert")]
+    fixjournal.apply_journaled("n1-s2", undo, 5, kind="revert", reverts="n1-s1")
+    fixjournal.confirm("n1-s2")
+    monkeypatch.setattr(fixjournal.time, "time", real)
+    again = fixjournal.apply_journaled("n1-s3", ops(), 5)
+    fixjournal.confirm("n1-s3")
+    journals = fixjournal._journals(root / "var/lib/wirespeed/fix-journal")
+    assert [j["token"] for _, j in journals] == ["n1-s1", "n1-s2", "n1-s3"]
+    assert [j["seq"] for _, j in journals] == [1, 2, 3]
+    assert fixjournal.query()["latest"]["token"] == "n1-s3"  # the live confirmed fix, whatever the clocks said
+    assert first["token"] and again["token"]
+
+
 def test_nothing_to_change_writes_no_journal(root: Path) -> None:
     answer = fixjournal.apply_journaled("n1-e", [Operation("file", CX7, "# the node's own\n", "x")], 0.5)
     assert answer["token"] is None and answer["timer"] is None and fixjournal.query()["states"] == {}

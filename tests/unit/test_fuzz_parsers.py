@@ -132,3 +132,144 @@ def test_the_file_reader_reads_refuses_or_caps_never_more(tmp_path: Path, data: 
         return
     assert len(data) <= limit
     assert text.encode("utf-8") == data.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark is not text
+
+
+# ------------------------------------------------- issue 35: a record holding a figure no measurement can have
+
+
+def _rich_rung() -> dict[str, Any]:
+    """A rung record with every kind of figure a rung holds: flows both ways, the wire, a collective, latency."""
+    from wirespeed.core.results import (
+        Ceiling,
+        CollectiveSummary,
+        Direction,
+        Flow,
+        FlowResult,
+        Latency,
+        RungResult,
+        RungStatus,
+        SizeFigures,
+        WireFigures,
+    )
+
+    flow = Flow(("s1", "p0"), ("s2", "p0"), "10.0.0.1", "10.0.0.2", 200.0, 100.0, "p0", 200.0)
+    wire = WireFigures(
+        tx_gbps={("s1", "p0"): 95.0}, rx_gbps={("s2", "p0"): 94.0}, busiest_core={"s1": (3, 88.5)},
+        cpu_average={"s1": 12.5}, errors={("s1", "p0"): {"rx_crc_errors": 2}}, peak_tx_gbps={"s1": 96.0},
+        peak_rx_gbps={"s1": 95.0}, peak_duplex_gbps={"s1": 190.0}, steady_tx_gbps={"s1": 94.0},
+        steady_rx_gbps={"s1": 93.0}, steady_intervals={"s1": 8}, interval_s=0.5,
+    )  # fmt: skip
+    rows = (SizeFigures(1 << 20, 5.0, 7.5, 210.0), SizeFigures(1 << 30, 11.0, 11.5, 97000.0))
+    collective = CollectiveSummary("all_reduce", 2, rows, 9.5, "NET/IB", True, ("p0",), ("mlx5_0",))
+    latency = Latency(flow, "sockperf", 64, 2.5, 4.0, 9.0, 1.9, 30.0, 2.6, 10000)
+    rung = RungResult(
+        "nccl-all_reduce", RungStatus.RAN, flows=(FlowResult(flow, Direction.FORWARD, 93.5),
+        FlowResult(flow.reversed(), Direction.REVERSE, 92.0)), wire=wire, ceiling=Ceiling("wire", ("x",)),
+        duration_s=12.0, collective=collective, latency=(latency,),
+    )  # fmt: skip
+    return rung.to_json()
+
+
+def _leaves(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The path of every number in a JSON value."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int | float):
+        return [path]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _leaves(v, (*path, k))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _leaves(v, (*path, i))]
+    return []
+
+
+RUNG = _rich_rung()
+RUNG_LEAVES = _leaves(RUNG)
+IMPOSSIBLE = [math.nan, math.inf, -math.inf, 1e308, -1e308, -100, -100.0, 10**30, 2.5e12]
+
+
+def _replaced(record: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    import copy
+
+    changed = copy.deepcopy(record)
+    at: Any = changed
+    for key in path[:-1]:
+        at = at[key]
+    at[path[-1]] = value
+    return changed
+
+
+def test_the_rich_rung_reads_back_whole_and_has_many_figures() -> None:
+    from wirespeed.core.results import RungResult
+
+    assert RungResult.from_json(RUNG, "r.json").to_json() == RUNG
+    assert len(RUNG_LEAVES) > 50
+
+
+@settings(max_examples=250, deadline=None)
+@given(path=st.sampled_from(RUNG_LEAVES), value=st.sampled_from(IMPOSSIBLE))
+def test_any_figure_of_a_rung_made_impossible_loads_as_damaged_naming_it(path: tuple[Any, ...], value: Any) -> None:
+    """NaN, an infinity, 1e308, a negative or a figure past its unit's most, anywhere in a rung record: the record
+    is damaged, and the one line says which field and which value (never 309 digits)."""
+    from wirespeed.core.decode import Damaged
+    from wirespeed.core.results import RungResult
+
+    if path[-1] == "schema_version" and isinstance(value, int) and value > 2:
+        return  # a newer schema: refused as such, not as damage
+    if value == 2.5e12 and not _implausible(path, value):
+        return  # only impossible for some units
+    try:
+        RungResult.from_json(_replaced(RUNG, path, value), "r.json")
+    except Damaged as exc:
+        message = str(exc)
+        assert message.startswith("r.json: ") and str(path[-1]) in message and "damaged" in message
+        assert "\n" not in message and len(message) < 300 and "0000000000" not in message, message
+        return
+    pytest.fail(f"{path} = {value!r} was read as a figure")
+
+
+def _implausible(path: tuple[Any, ...], value: float) -> bool:
+    """2.5e12 is past every unit's most but a count's (2^53) and a size's (2^50 bytes)."""
+    from wirespeed.core.decode import unit_of
+
+    keys = [k for k in path if isinstance(k, str)]
+    unit = unit_of(keys[-1]) or (unit_of(keys[-2]) if len(keys) > 1 else None)
+    return unit is not None and value > unit[2]
+
+
+@settings(max_examples=40, deadline=None)
+@given(path=st.sampled_from(RUNG_LEAVES), value=st.sampled_from([math.nan, math.inf, 1e308, -1e308, -100]))
+def test_a_damaged_rung_is_never_compared(path: tuple[Any, ...], value: Any) -> None:
+    """Two runs, one holding the rung damaged: `compare` names it damaged, sets no figure of it beside the other
+    run's, counts nothing worse, and exits 3 (the run and the rung named)."""
+    import io
+    import json
+    import tempfile
+
+    from wirespeed.cli.main import main
+    from wirespeed.cli.output import Environment
+    from wirespeed.core.compare import DAMAGED, compare_runs, regressions
+    from wirespeed.engine.runs import load_run
+
+    if path[-1] == "schema_version":
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for name, record in (("a", RUNG), ("b", _replaced(RUNG, path, value))):
+            (root / name).mkdir()
+            (root / name / "discovery.json").write_text('{"nodes": {"s1": {}, "s2": {}}}')
+            (root / name / "nccl-all_reduce.json").write_text(json.dumps(record))
+        for first, second in (("a", "b"), ("b", "a")):
+            before, after = load_run(root / first), load_run(root / second)
+            assert [d.key for d in load_run(root / "b").damaged] == ["nccl-all_reduce"]
+            changes = compare_runs(before, after)
+            assert changes and regressions(changes, 5.0) == []
+            for change in changes:
+                assert change.before is None and change.after is None and change.percent is None
+                assert DAMAGED in (change.status_before, change.status_after)
+            env = Environment(stdout=io.StringIO(), stderr=io.StringIO(), width=200)
+            code = main(["compare", first, second, "--runs", str(root)], env)
+            err = env.stderr.getvalue()  # type: ignore[attr-defined]
+            out = env.stdout.getvalue()  # type: ignore[attr-defined]
+            assert code == 3 and "wirespeed: not compared: nccl-all_reduce in b is damaged" in err.splitlines()
+            assert "Traceback" not in out + err and "0000000000" not in out + err

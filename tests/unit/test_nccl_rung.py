@@ -243,13 +243,17 @@ def test_a_ring_gets_subnet_aware_routing_and_old_nccl_is_called_out(sparks: Dis
     from wirespeed.core.nccl import ring_settings
 
     base = next(iter(sparks.facts.values()))
-    facts = {f"s{i}": replace(base, node=f"s{i}", nccl_version=v) for i, v in enumerate(("2.30.3", "2.28.9", "2.30.1"))}
+    versions = ("2.30.7", "2.28.9", "2.31.0")
+    facts = {f"s{i}": replace(base, node=f"s{i}", nccl_version=v) for i, v in enumerate(versions)}
     env: dict[str, str | None] = {}
     notes = ring_settings(facts, sorted(facts), env)
     assert env == {"NCCL_IB_SUBNET_AWARE_ROUTING": "1", "NCCL_IB_MERGE_NICS": "0", "NCCL_NET_PLUGIN": "none"}
     assert notes[0].startswith("ring of 3: NCCL_IB_SUBNET_AWARE_ROUTING=1")
-    assert notes[1].startswith("NCCL below 2.30 on s1 2.28.9: a ring needs NCCL >= 2.30")
-    four = {**facts, "s3": replace(base, node="s3", nccl_version="2.30.1"), "s1": replace(base, nccl_version="2.30.1")}
+    assert notes[1].startswith("NCCL below 2.30.7 on s1 2.28.9: a ring needs NCCL >= 2.30.7")
+    # NCCL reads the variable from 2.30.7 (tag v2.30.7-1); 2.30.3 and 2.30.4 do not have it
+    early = {**facts, "s0": replace(base, node="s0", nccl_version="2.30.4+cuda13.0")}
+    assert "NCCL below 2.30.7 on s0 2.30.4+cuda13.0, s1 2.28.9:" in ring_settings(early, sorted(early), {})[1]
+    four = {**facts, "s3": replace(base, node="s3", nccl_version="2.30.7"), "s1": replace(base, nccl_version="2.30.7")}
     env = {}
     assert len(ring_settings(four, sorted(four), env)) == 1 and env["NCCL_ALGO"] == "Ring"
     # two nodes cabled directly: none of it

@@ -517,3 +517,38 @@ def test_json_of_another_layout_is_a_value_error_not_a_crash(doc: dict[str, Any]
         assert "nccl-tests JSON" in str(exc)
     else:
         assert result.rows == ()
+
+
+DEVICE = REAL.parent / "nccl_tests_device"
+ONE_GPU_ALLTOALL = DEVICE / "alltoall_1gpu_h100_v2.19.6.txt"
+
+
+def test_a_one_gpu_alltoall_keeps_its_sound_rows_and_names_the_in_place_figures_no_link_carries() -> None:
+    """A real run on one H100 (fixture README): the in-place case moves nothing, so nccl-tests divides up to 1 GiB
+    by half a microsecond and prints 20253 GB/s up to `2e+06`. The table stands; those figures are named."""
+    result = parse_text(ONE_GPU_ALLTOALL.read_text())
+    assert (result.collective, result.ranks, len(result.rows), result.complete) == ("alltoall", 1, 28, True)
+    assert result.avg_busbw_GBps == 0.0
+    kept = {row.size_bytes: row for row in result.rows}
+    assert kept[2097152].in_place == Measurement(0.43, 4881.1, 0.0, None)  # below every ceiling: kept as printed
+    assert kept[1073741824].out_of_place == Measurement(708.03, 1516.5, 0.0, 0)
+    assert [row.size_bytes for row in result.rows if row.in_place is None] == [4194304 << i for i in range(9)]
+    assert len(result.implausible) == 9
+    assert result.implausible[0] == (
+        "line 30: in-place algbw 20253 GB/s is above 12500 GB/s: 4194304 B in 0.21 us, too short for anything to "
+        "cross a link; on one rank the in-place case moves no data; its in-place figures are left out"
+    )
+    assert result.implausible[-1].startswith("line 38: in-place algbw 2e+06 GB/s is above 12500 GB/s: 1073741824 B")
+    from_json = parse_json((DEVICE / "alltoall_1gpu_h100_v2.19.6.nccl-tests.json").read_text())
+    assert (from_json.ranks, len(from_json.rows), from_json.avg_busbw_GBps) == (1, 28, 0.0)
+    assert from_json.implausible[0].startswith("nccl-tests JSON results[20]: in-place algbw 29820.9 GB/s is above")
+
+
+def test_a_figure_out_of_step_with_its_own_size_and_time_still_refuses_the_whole_output() -> None:
+    """43046 GB/s where the row's 4194304 B took 6.07 us is no division nccl-tests made: damage, not a fast case."""
+    damaged = ONE_GPU_ALLTOALL.read_text().replace("    0.21   20253    0.00", "    6.07   43046    0.00", 1)
+    with pytest.raises(ValueError, match=r"^line 30: in-place algbw is 43046 GB/s, above 12500 GB/s: untrustworthy"):
+        parse_text(damaged)
+    lone = next(line for line in ONE_GPU_ALLTOALL.read_text().splitlines() if line.split()[0] == "4194304")
+    with pytest.raises(ValueError, match=r"^line 1: out-of-place algbw 20253 GB/s .*; no row is left: untrustworthy"):
+        parse_text(lone.replace("6.07  691.22", "0.21   20253") + "\n")  # no placement stands: nothing to show

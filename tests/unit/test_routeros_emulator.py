@@ -189,8 +189,20 @@ def test_monitor_takes_ids_and_comma_lists_and_refuses_unknown_ports(sw: RouterO
     assert [m["name"] for m in monitor(sw, "*3,qsfp56-dd-1-1")] == ["qsfp56-dd-2-1", "qsfp56-dd-1-1"]
     status, error = call(sw, "POST", "/rest/interface/ethernet/monitor", {"numbers": "sfp9", "once": ""})
     assert status == 400 and error["detail"] == "no such item"
+
+
+def test_a_monitor_without_once_or_of_a_hung_port_runs_to_the_session_limit(sw: RouterOSEmulator) -> None:
+    """manual.mikrotik.com REST API: `monitor` commands run until stopped and a request ends at the 60-second limit
+    with 400 `Session closed`; with `once` one sample comes back at once."""
+    sw.session_limit_s = 0.3
+    started = time.monotonic()
     status, error = call(sw, "POST", "/rest/interface/ethernet/monitor", {"numbers": "*1"})
-    assert status == 400 and "once" in error["detail"]
+    assert (status, error) == (400, {"error": 400, "message": "Bad Request", "detail": "Session closed"})
+    assert time.monotonic() - started >= 0.3
+    sw.port("qsfp56-dd-1-5").monitor_hangs = True
+    status, error = call(sw, "POST", "/rest/interface/ethernet/monitor", {"numbers": "*1,*2", "once": ""})
+    assert status == 400 and error["detail"] == "Session closed"
+    assert monitor(sw, "*1")[0]["name"] == "qsfp56-dd-1-1"  # the other ports still answer
 
 
 def test_tests_can_bring_a_lane_up_at_100g(sw: RouterOSEmulator) -> None:
@@ -216,7 +228,7 @@ def test_print_with_stats_gives_the_counters_as_strings(sw: RouterOSEmulator) ->
         "/rest/interface/ethernet/print",
         {
             "stats": "",
-            ".proplist": ["name", "rx-fcs-error", "rx-too-long", "tx-drop-packet", "rs-fec-uncorrected"],
+            ".proplist": ["name", "rx-fcs-error", "rx-too-long", "tx-drop", "rs-fec-uncorrected"],
             ".query": ["name=qsfp56-dd-1-5"],
         },
     )
@@ -226,7 +238,7 @@ def test_print_with_stats_gives_the_counters_as_strings(sw: RouterOSEmulator) ->
             "name": "qsfp56-dd-1-5",
             "rx-fcs-error": "7",
             "rx-too-long": "0",
-            "tx-drop-packet": "0",
+            "tx-drop": "0",
             "rs-fec-uncorrected": "123456789012",
         }
     ]

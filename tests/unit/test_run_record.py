@@ -35,7 +35,7 @@ from wirespeed.core.results import (
     SizeFigures,
     WireFigures,
 )
-from wirespeed.core.run import NodeRef, RunRecord, RunStatus
+from wirespeed.core.run import NodeRef, RunRecord, RunStatus, headline
 from wirespeed.engine.rundir import RunDirectory
 from wirespeed.engine.runs import baseline_name, list_runs, load_run, resolve_run, set_baseline
 
@@ -329,9 +329,10 @@ def test_a_corrupt_file_is_one_line_naming_it_and_every_other_record_still_reads
     code, out, err = cli("runs", "--runs", str(root))
     assert code == 3 and f"{broken.name}: {name}: " in err and "Traceback" not in out + err
 
-    # compare: a rung or a matrix no longer read is no longer measured: worse (1); run.json's loss changes no figure
+    # compare: a rung or a matrix no longer read is no longer measured: worse (1); run.json's loss changes no figure;
+    # a record read whole but holding NaN is damaged: named, never compared (3)
     code, out, err = cli("compare", clean.name, broken.name, "--runs", str(root))
-    assert code == (3 if name == "run.json" else 1), err
+    assert code == (3 if name == "run.json" or how == "nan" else 1), err
     assert f"{broken.name}: {name}: " in err and "Traceback" not in out + err
     code, out, err = cli("compare", clean.name, broken.name, "--runs", str(root), "--json")
     assert json.loads(out)["problems"] == {clean.name: [], broken.name: list(found.problems)}
@@ -344,18 +345,22 @@ def test_a_corrupt_file_is_one_line_naming_it_and_every_other_record_still_reads
         assert f"### {rung}: ran" in out
 
 
-def test_a_nan_figure_makes_the_rung_unread_and_compare_call_it_worse(tmp_path: Path) -> None:
+def test_a_nan_figure_makes_the_rung_damaged_and_compare_never_compares_it(tmp_path: Path) -> None:
     root = tmp_path / "runs"
     before, after = make_run(root), make_run(root)
     raw_nan(after.path / "tcp-halves.json")
     later = load_run(after.path)
     one_line_naming(later.problems, "tcp-halves.json")
-    assert "not a finite number" in later.problems[0]
-    worse = regressions(compare_runs(load_run(before.path), later), 5.0)
-    assert [(c.subject, c.measure, c.before, c.after) for c in worse] == [("tcp-halves", "forward_gbps", 180.0, None)]
-    assert (worse[0].status_before, worse[0].status_after) == ("ran", "absent")
+    assert "receiver_gbps: nan is not a finite number: the record is damaged" in later.problems[0]
+    assert [d.key for d in later.damaged] == ["tcp-halves"] and later.not_reached == ()
+    changes = compare_runs(load_run(before.path), later)
+    assert regressions(changes, 5.0) == []
+    halves = [c for c in changes if c.subject == "tcp-halves"]
+    assert [(c.measure, c.before, c.after, c.status_before, c.status_after) for c in halves] == [
+        ("forward_gbps", None, None, "ran", "damaged")
+    ]
     code, out, err = cli("compare", before.name, after.name, "--runs", str(root))
-    assert code == 1 and "worse: tcp-halves forward_gbps: 180.000 -> not measured" in err
+    assert code == 3 and f"not compared: tcp-halves in {after.name} is damaged" in err
     assert "tcp-halves.json" in err and "Traceback" not in out + err
 
 
@@ -456,3 +461,86 @@ def test_how_a_run_ended_and_what_it_did_not_reach(
     code, out, _ = cli("runs", "--runs", str(tmp_path / "runs"), "--json")
     [listed] = json.loads(out)
     assert (listed["status"], listed["state"]) == (status.value, state)
+
+
+# ------------------------------------------------------- issue 35: figures no measurement can have, as damage
+
+
+def set_figure(path: Path, pattern: str, value: str) -> None:
+    text, n = re.subn(pattern, value, path.read_text(), count=1)
+    assert n == 1, pattern
+    path.write_text(text)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "value", "said"),
+    [
+        (r'"receiver_gbps": [0-9.]+', '"receiver_gbps": 1e308', "receiver_gbps: 1e+308 is above 100000 Gb/s"),
+        (r'"receiver_gbps": [0-9.]+', '"receiver_gbps": -1e308', "receiver_gbps: -1e+308 is negative: no rate is"),
+        (r'"duration_s": [0-9.null]+', '"duration_s": -100', "duration_s: -100 is negative: no duration is"),
+        (r'"receiver_gbps": [0-9.]+', '"receiver_gbps": Infinity', "receiver_gbps: inf is not a finite number"),
+    ],
+)
+def test_an_impossible_figure_is_damage_every_view_names_and_none_prints(
+    tmp_path: Path, pattern: str, value: str, said: str
+) -> None:
+    root = tmp_path / "runs"
+    clean, broken = make_run(root), make_run(root)
+    set_figure(broken.path / "tcp-single.json", pattern, value)
+    found = load_run(broken.path)
+    assert [d.key for d in found.damaged] == ["tcp-single"] and said in found.problems[0]
+    assert found.problems[0].startswith("tcp-single.json: ") and found.problems[0].endswith("the record is damaged")
+    assert "1 damaged" in headline(found)
+
+    code, out, err = cli("runs", "--runs", str(root), "--json")
+    listed = {r["run"]: r for r in json.loads(out)}
+    assert code == 3 and listed[broken.name]["rungs"]["tcp-single"]["status"] == "damaged"
+    for argv in (("runs",), ("report", broken.name, "--format", "md", "-o", "-"), ("compare", clean.name, broken.name)):
+        code, out, err = cli(*argv, "--runs", str(root))
+        assert code == 3 and said in err and "Traceback" not in out + err
+        assert "0000000000" not in out + err  # never a 309-digit number
+    code, out, err = cli("compare", clean.name, broken.name, "--runs", str(root))
+    assert f"wirespeed: not compared: tcp-single in {broken.name} is damaged" in err.splitlines()
+    assert "0 figure(s) worse" in err
+    code, out, err = cli("compare", clean.name, broken.name, "--runs", str(root), "--json")
+    rows = [c for c in json.loads(out)["changes"] if c["subject"] == "tcp-single"]
+    assert rows and all(c["status_after"] == "damaged" and c["after"] is None and not c["worse"] for c in rows)
+
+
+def test_a_damaged_matrix_is_named_and_none_of_its_cells_compared(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    clean, broken = make_run(root), make_run(root)
+    set_figure(broken.path / "matrix-tcp.json", r'"tool_gbps": [0-9.]+', '"tool_gbps": -5')
+    changes = compare_runs(load_run(clean.path), load_run(broken.path))
+    cells = [c for c in changes if c.subject.startswith("matrix-tcp ")]
+    assert cells and all(c.status_after == "damaged" and c.after is None for c in cells)
+    assert regressions(changes, 5.0) == []
+    code, _out, err = cli("compare", clean.name, broken.name, "--runs", str(root))
+    assert code == 3 and f"wirespeed: not compared: matrix-tcp in {broken.name} is damaged" in err.splitlines()
+
+
+def test_a_step_whose_duration_is_impossible_keeps_the_record_and_is_named() -> None:
+    data = through_json(record(steps=()).to_json())
+    data["steps"] = [{"name": "discover", "status": "done", "detail": "", "duration_s": -100},
+                     {"name": "bench", "status": "done", "detail": "", "duration_s": 1e308}]  # fmt: skip
+    read = RunRecord.from_json(data, "run.json")
+    assert [(s.name, s.duration_s) for s in read.steps] == [("discover", None), ("bench", None)]
+    assert read.damaged == (
+        "run.json: steps[0]: duration_s: -100 is negative: no duration is: the record is damaged",
+        "run.json: steps[1]: duration_s: 1e+308 is above 2.592e+06 s: no duration measured is: the record is damaged",
+    )
+
+
+def test_an_imported_figure_past_any_link_is_damaged_never_compared(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    clean, broken = make_run(root), make_run(root)
+    for run_dir, bps in ((clean, 9.4e10), (broken, 1e308)):
+        (run_dir.path / "imported").mkdir()
+        (run_dir.path / "imported" / "a.json").write_text(json.dumps({"tool": "iperf3", "received_bps": bps}))
+    changes = compare_runs(load_run(clean.path), load_run(broken.path))
+    (row,) = [c for c in changes if c.subject == "imported a"]
+    assert (row.before, row.after, row.status_after, row.percent) == (94.0, None, "damaged", None)
+    assert regressions(changes, 5.0) == []
+    code, out, err = cli("compare", clean.name, broken.name, "--runs", str(root))
+    assert code == 3 and f"wirespeed: not compared: imported a in {broken.name} is damaged" in err.splitlines()
+    assert "0000000000" not in out + err

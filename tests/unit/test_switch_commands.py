@@ -215,6 +215,44 @@ def test_a_silent_switch_times_out_in_one_line(emu: RouterOSEmulator, cluster: P
     assert code == 1 and "no answer within 0.5 s" in one_line_error(err)
 
 
+def test_a_monitor_that_never_returns_is_one_bounded_line_naming_the_switch_and_ports(
+    emu: RouterOSEmulator, cluster: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RouterOS would hold the request until its 60 s session limit; the monitor call gives up well before the
+    client's 10 s and says which switch and which ports, in one line."""
+    import time
+
+    from wirespeed.adapters.routeros_rest import DEFAULT_TIMEOUT_S
+    from wirespeed.engine import switch
+
+    assert switch.MONITOR_TIMEOUT_S < DEFAULT_TIMEOUT_S
+    monkeypatch.setattr(switch, "MONITOR_TIMEOUT_S", 0.5)
+    emu.port("qsfp56-dd-1-5").monitor_hangs = True
+    started = time.monotonic()
+    code, _, err = run("switch", "status", "--cluster", str(cluster))
+    line = one_line_error(err)
+    assert code == 1 and time.monotonic() - started < 5
+    ports = "ports qsfp56-dd-1-1 (spark-1), qsfp56-dd-1-5 (spark-2)"
+    assert f"switch {address(emu)}: monitor of {ports} gave no answer within 0.5 s" in line and "60 s" in line, line
+
+
+def test_the_counters_read_are_the_ones_routeros_prints(emu: RouterOSEmulator, cluster: Path) -> None:
+    """`tx-drop` and `rs-fec-uncorrected`, as MikroTik's Ethernet manual (Stats) names them."""
+    emu.port("qsfp56-dd-1-1").tx_drop, emu.port("qsfp56-dd-1-1").rs_fec_uncorrected = 5, 7
+    code, out, _ = run("switch", "status", "--cluster", str(cluster), "--json")
+    port = next(p for p in json.loads(out)["ports"] if p["port"] == "qsfp56-dd-1-1")
+    assert code == 0 and port["counters"] == {
+        "rx-fcs-error": 0,
+        "rx-too-long": 0,
+        "tx-drop": 5,
+        "rs-fec-uncorrected": 7,
+    }
+    body = next(r.body for r in emu.requests if r.path.endswith("/interface/ethernet/print"))
+    assert body == {"stats": "", ".proplist": "name,rx-fcs-error,rx-too-long,tx-drop,rs-fec-uncorrected"}
+    monitor = next(r.body for r in emu.requests if r.path.endswith("/interface/ethernet/monitor"))
+    assert monitor is not None and monitor["once"] == "" and monitor["numbers"] == "qsfp56-dd-1-1,qsfp56-dd-1-5"
+
+
 def test_plain_http_when_the_file_says_tls_false(password: str, tmp_path: Path) -> None:
     with RouterOSEmulator(password=password, tls=False) as plain:
         cluster = cluster_file(tmp_path, address(plain), None, tls=False)

@@ -61,7 +61,7 @@ def test_state_at_routeros_defaults_reads_the_strings_as_values() -> None:
     assert port is not None and port.id == "*1"
     assert (port.mtu, port.l2mtu, port.auto_negotiation, port.fec_mode) == (1500, 1584, True, "auto")
     assert port.status == "no-link" and not port.link_up and port.rate is None and port.bridge is None
-    assert port.counters == dict.fromkeys(("rx-fcs-error", "rx-too-long", "tx-drop-packet", "rs-fec-uncorrected"), 0)
+    assert port.counters == dict.fromkeys(("rx-fcs-error", "rx-too-long", "tx-drop", "rs-fec-uncorrected"), 0)
     assert len(state.ports) == 8  # every ethernet port, fabric or not
 
 

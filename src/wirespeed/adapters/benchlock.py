@@ -12,6 +12,7 @@ import os
 import signal
 import stat
 import sys
+import time
 from pathlib import Path
 
 from wirespeed.adapters.configroot import system_path
@@ -69,21 +70,38 @@ def _until_released() -> None:
         signal.pause()
 
 
-def hold(holder: Holder, wait: bool) -> int:
-    """Take the lock (or say who has it: exit 3), name `holder` in the file, hold it until released."""
+POLL_S = 0.2  # how often a --wait tries the lock again
+
+
+def _take(fd: int, wait_s: float) -> bool:
+    """The lock within `wait_s` seconds (0: now or never); False when another still holds it by then."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+        time.sleep(min(POLL_S, max(0.0, deadline - time.monotonic())))
+
+
+def hold(holder: Holder, wait: bool, wait_s: float = 3600.0) -> int:
+    """Take the lock (or say who has it: exit 3), name `holder` in the file, hold it until released. With `wait`,
+    queue behind the holder for at most `wait_s` seconds, then say busy (exit 3)."""
     path = lock_path()
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     with contextlib.suppress(OSError):
         os.fchmod(fd, 0o666)  # another user's bench must be able to ask for it too
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not _take(fd, 0.0):
             if not wait:
                 _say(answer(BUSY, _holder_in(fd)))
                 return 3
             _say(answer(WAITING, _holder_in(fd)))
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            if not _take(fd, wait_s):
+                _say(answer(BUSY, _holder_in(fd)))
+                return 3
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(holder.to_json()).encode(), 0)
         _say(answer(LOCKED, holder))

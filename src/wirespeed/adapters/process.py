@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -50,7 +51,7 @@ if [ "$limit" -gt 0 ] 2>/dev/null; then
     done; } >/dev/null 2>&1 &
   checker=$!
 fi
-wait "$child"
+wait "$child" 2>/dev/null  # dash says "Terminated" there: on a full stderr pipe that would block it
 rc=$?
 kill "$watcher" $checker 2>/dev/null
 rm -f "$beat"
@@ -102,9 +103,47 @@ class _Heartbeat:
 heartbeat = _Heartbeat()
 
 
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much a process may write before it is stopped: bytes per stream over its whole life (None: no limit,
+    for a stream read as it comes and not kept), and the longest line where its lines are parsed. An agent that
+    floods must cost the controller a bounded amount of memory, never all of it."""
+
+    stdout_bytes: int | None = 64 * MiB
+    stderr_bytes: int | None = 16 * MiB
+    line_bytes: int = 4 * MiB
+
+
+DEFAULT_BUDGET = Budget()
+FLOOD_KEPT = 64 * 1024  # of a stream that went past its budget, only this much is kept
+
+
+def _size(count: int) -> str:
+    return f"{count // MiB} MiB" if count >= MiB and count % MiB == 0 else f"{count} bytes"
+
+
+@dataclass(frozen=True)
+class Flood:
+    """A stream that went past its budget: which one, and the limit it passed (a whole stream's bytes, or a line's)."""
+
+    stream: str  # "stdout" or "stderr"
+    limit_bytes: int
+    line: bool = False
+
+    def describe(self) -> str:
+        """What the process did, as the end of a sentence: `wrote more than 64 MiB to stdout`."""
+        if self.line:
+            return f"wrote a line longer than {_size(self.limit_bytes)} to {self.stream}"
+        return f"wrote more than {_size(self.limit_bytes)} to {self.stream}"
+
+
 @dataclass(frozen=True)
 class ProcessOutcome:
-    """A finished local process. `spawn_error` is set when it could not be started at all."""
+    """A finished local process. `spawn_error` is set when it could not be started at all; `flood` when it wrote
+    past its budget and was stopped for it (its output is then what came before, cut)."""
 
     returncode: int | None
     stdout: str
@@ -112,9 +151,10 @@ class ProcessOutcome:
     duration_s: float
     timed_out: bool = False
     spawn_error: str | None = None
+    flood: Flood | None = None
 
 
-def kill_group(proc: subprocess.Popen[str], grace_s: float = 2.0) -> None:
+def kill_group(proc: subprocess.Popen[Any], grace_s: float = 2.0) -> None:
     """SIGTERM the process group, SIGKILL what is left after `grace_s`; always reaps the leader.
 
     The group is signalled even when its leader has exited: a background child may still hold its pipes.
@@ -158,11 +198,14 @@ def run_process(
     input_text: str | None = None,
     env: Mapping[str, str] | None = None,
     hold_stdin: bool = False,
+    budget: Budget = DEFAULT_BUDGET,
 ) -> ProcessOutcome:
     """Run argv to completion in its own process group and capture its output as text.
 
-    With `hold_stdin`, the child's stdin is a pipe whose write end we keep open until it ends: a command
-    wrapped by `watchdog_argv` (even on another node, through ssh) then dies as soon as we stop waiting.
+    stdout and stderr are read together as they come, each within its `budget`: past it, or past `timeout_s`,
+    the whole group is killed (and what it left is read no further). With `hold_stdin`, the child's stdin is a
+    pipe whose write end we keep open until it ends: a command wrapped by `watchdog_argv` (even on another node,
+    through ssh) then dies as soon as we stop waiting.
     """
     started = time.monotonic()
     held: tuple[int, int] | None = os.pipe() if hold_stdin and input_text is None else None
@@ -173,8 +216,6 @@ def run_process(
             stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
             start_new_session=True,
             env=dict(env) if env is not None else None,
         )
@@ -189,27 +230,126 @@ def run_process(
         os.set_blocking(held[1], False)
         beat = os.fdopen(held[1], "wb", buffering=0)
         heartbeat.add(beat)  # the watchdog on the other end hears we are still here
-    try:
-        return _finish(proc, started, input_text, timeout_s)
-    finally:
+
+    def let_go() -> None:
+        """Close our end of its stdin: the watchdog there (through ssh, while it still runs) stops the command."""
         if beat is not None:
             heartbeat.remove(beat)
             beat.close()
 
+    try:
+        return _finish(proc, started, input_text, timeout_s, budget, let_go)
+    finally:
+        let_go()
+
 
 def _finish(
-    proc: subprocess.Popen[str], started: float, input_text: str | None, timeout_s: float | None
+    proc: subprocess.Popen[bytes],
+    started: float,
+    input_text: str | None,
+    timeout_s: float | None,
+    budget: Budget,
+    let_go: Callable[[], None],
 ) -> ProcessOutcome:
     try:
-        stdout, stderr = proc.communicate(input=input_text, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        stdout, stderr = proc.communicate()
-        return ProcessOutcome(proc.returncode, stdout, stderr, time.monotonic() - started, timed_out=True)
+        drained = drain(proc, input_text.encode("utf-8") if input_text is not None else None, timeout_s, budget)
     except BaseException:
+        let_go()
         kill_group(proc)
+        _close(proc)
         raise
-    return ProcessOutcome(proc.returncode, stdout, stderr, time.monotonic() - started)
+    if drained.timed_out or drained.flood is not None:
+        let_go()  # the node's side first (our end of its stdin), then everything here, at once: a flood is not read
+        kill_group(proc)
+    else:
+        proc.wait()
+    _close(proc)
+    return ProcessOutcome(
+        proc.returncode,
+        as_text(drained.stdout),
+        as_text(drained.stderr),
+        time.monotonic() - started,
+        timed_out=drained.timed_out,
+        flood=drained.flood,
+    )
+
+
+def as_text(data: bytes | bytearray) -> str:
+    """A process's bytes as text, the way a text-mode pipe reads them: undecodable bytes replaced, universal
+    newlines."""
+    text = data.decode("utf-8", "replace")
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+def _close(proc: subprocess.Popen[bytes]) -> None:
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+
+
+@dataclass
+class Drained:
+    """What `drain` read: each stream's bytes (cut at its budget), and why it stopped reading early, if it did."""
+
+    stdout: bytearray
+    stderr: bytearray
+    timed_out: bool = False
+    flood: Flood | None = None
+
+
+def drain(proc: subprocess.Popen[bytes], input_bytes: bytes | None, timeout_s: float | None, budget: Budget) -> Drained:
+    """Feed `input_bytes` to stdin and read stdout and stderr together until both end, a stream passes its budget
+    or `timeout_s` passes, then wait for the process within what is left of that time. Never kills: the caller does,
+    when `timed_out` or `flood` is set. communicate() drains concurrently too, but keeps whatever comes."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    found = Drained(bytearray(), bytearray())
+    limits = {"stdout": budget.stdout_bytes, "stderr": budget.stderr_bytes}
+    with selectors.DefaultSelector() as selector:
+        for name, stream in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+            if stream is not None:
+                selector.register(stream.fileno(), selectors.EVENT_READ, name)
+        pending = memoryview(input_bytes) if input_bytes else None
+        if proc.stdin is not None:
+            if pending is None:
+                proc.stdin.close()
+            else:
+                os.set_blocking(proc.stdin.fileno(), False)
+                selector.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "stdin")
+        while selector.get_map():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                found.timed_out = True
+                return found
+            for key, _ in selector.select(left):
+                if key.data == "stdin":
+                    assert proc.stdin is not None and pending is not None
+                    try:
+                        pending = pending[os.write(key.fd, pending[: 1 << 16]) :]
+                    except BlockingIOError:
+                        continue
+                    except OSError:  # the process closed its stdin (or ended): what it did not read is dropped
+                        pending = pending[:0]
+                    if not pending:
+                        selector.unregister(key.fd)
+                        proc.stdin.close()
+                    continue
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    selector.unregister(key.fd)
+                    continue
+                kept = found.stdout if key.data == "stdout" else found.stderr
+                limit = limits[key.data]
+                if limit is not None and len(kept) + len(chunk) > limit:
+                    del kept[FLOOD_KEPT:]  # a flood is not read: its start is enough to show what it was
+                    found.flood = Flood(key.data, limit)
+                    return found
+                kept += chunk
+    try:
+        proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        found.timed_out = True
+    return found
 
 
 def spawn(argv: Sequence[str], env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:

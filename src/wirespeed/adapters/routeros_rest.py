@@ -26,6 +26,10 @@ from wirespeed.core.routeros import SwitchConfig
 DEFAULT_TIMEOUT_S = 10.0
 
 
+class SwitchTimeout(SwitchError):
+    """The switch did not answer one request in time (its caller may say which request, and which ports)."""
+
+
 def read_password(config: SwitchConfig, environ: Mapping[str, str] | None = None) -> str:
     """The switch password: the environment variable first, then the password file (its first line).
 
@@ -101,8 +105,8 @@ class RouterOSClient:
     def get(self, path: str) -> Any:
         return self.call("GET", path)
 
-    def post(self, path: str, body: Mapping[str, Any]) -> Any:
-        return self.call("POST", path, body)
+    def post(self, path: str, body: Mapping[str, Any], *, timeout_s: float | None = None) -> Any:
+        return self.call("POST", path, body, timeout_s=timeout_s)
 
     def patch(self, path: str, body: Mapping[str, Any]) -> Any:
         return self.call("PATCH", path, body)
@@ -110,8 +114,12 @@ class RouterOSClient:
     def put(self, path: str, body: Mapping[str, Any]) -> Any:
         return self.call("PUT", path, body)
 
-    def call(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
-        """One request; the decoded JSON reply (None for an empty one). Raises SwitchError with one line."""
+    def call(
+        self, method: str, path: str, body: Mapping[str, Any] | None = None, *, timeout_s: float | None = None
+    ) -> Any:
+        """One request; the decoded JSON reply (None for an empty one). Raises SwitchError with one line
+        (SwitchTimeout when no answer came within `timeout_s`, the client's own timeout by default)."""
+        timeout = self.timeout_s if timeout_s is None else timeout_s
         target = "/rest/" + quote(path.strip("/"), safe="/,=*")  # `*1` as the documentation writes it
         data = None if body is None else json.dumps(body).encode()
         headers = dict(self._headers)
@@ -119,11 +127,9 @@ class RouterOSClient:
             headers["Content-Type"] = "application/json"
         connection: http.client.HTTPConnection
         if self._context is not None:
-            connection = http.client.HTTPSConnection(
-                self._host, self._port, timeout=self.timeout_s, context=self._context
-            )
+            connection = http.client.HTTPSConnection(self._host, self._port, timeout=timeout, context=self._context)
         else:
-            connection = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout_s)
+            connection = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
         where = f"switch {self.address}"
         try:
             connection.request(method, target, body=data, headers=headers)
@@ -135,8 +141,8 @@ class RouterOSClient:
                 hint="ca_file = the switch's certificate in [switch] (or --ca-file), or --insecure to skip the check",
             ) from None
         except TimeoutError:
-            raise SwitchError(
-                f"{where}: no answer within {self.timeout_s:g} s",
+            raise SwitchTimeout(
+                f"{where}: no answer within {timeout:g} s",
                 hint="is the address right, and the www-ssl service enabled? (/ip/service print)",
             ) from None
         except ConnectionRefusedError:

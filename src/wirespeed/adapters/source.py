@@ -1,7 +1,11 @@
 """Where a node's facts are read from: the live system, a snapshot directory, or the live system while
 recording a snapshot. Discovery and the checks read only through this, so all three are one code path.
 
-Paths are absolute system paths ("/sys/class/net"); a source maps them under its root.
+Paths are absolute system paths ("/sys/class/net"); a source maps them under its root. A snapshot is someone
+else's files: what it holds is read only inside its root (its links that mirror sysfs, `sys/class/net/X ->
+../../devices/...`, resolve inside it and are followed; a link that leaves it is refused and named, never read
+through), and everything a snapshot is written with goes through wirespeed.adapters.files (new files renamed into
+place, never through a link).
 """
 
 from __future__ import annotations
@@ -9,18 +13,20 @@ from __future__ import annotations
 import errno
 import json
 import os
-import shutil
+import tarfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from wirespeed.adapters import files
 from wirespeed.adapters.configroot import system_path
 from wirespeed.adapters.process import run_process
 
 SNAPSHOT_FORMAT = "wirespeed-snapshot/1"
 READ_ERRORS = "read_errors.json"  # path -> [errno, strerror] for files that exist but could not be read
 NOT_INSTALLED = 127
+MAX_SNAPSHOT_FILE_BYTES = 16 * 2**20  # a sysfs value or a command's output; a file this large is not one of ours
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,8 @@ class NodeSource(Protocol):
     def realpath(self, path: str) -> str: ...
 
     def exists(self, path: str) -> bool: ...
+
+    def is_dir(self, path: str) -> bool: ...
 
     def output(self, name: str, produce: Callable[[], Output]) -> Output: ...
 
@@ -93,6 +101,11 @@ class RootedSource:
     def exists(self, path: str) -> bool:
         return os.path.lexists(self._host(path))
 
+    def is_dir(self, path: str) -> bool:
+        """A directory, or a link to one (every /sys/class/net/NAME of a net device is such a link; the bonding
+        driver's `bonding_masters` beside them is a plain file)."""
+        return os.path.isdir(self._host(path))
+
 
 class LiveSource(RootedSource):
     """This machine, now."""
@@ -115,18 +128,29 @@ class SnapshotSource(RootedSource):
     def __init__(self, root: Path) -> None:
         meta_path = root / "meta.json"
         try:
-            meta = json.loads(meta_path.read_text())
-        except FileNotFoundError:
-            raise ValueError(f"{root}: not a wirespeed snapshot (no meta.json)") from None
-        except (OSError, ValueError) as exc:
+            meta = files.load_json(meta_path, MAX_SNAPSHOT_FILE_BYTES, expect=dict, root=root)
+        except files.Unreadable as exc:
+            if str(exc) == "no such file":
+                raise ValueError(f"{root}: not a wirespeed snapshot (no meta.json)") from None
             raise ValueError(f"{meta_path}: unreadable: {exc}") from None
         if meta.get("format") != SNAPSHOT_FORMAT:
             raise ValueError(f"{meta_path}: format {meta.get('format')!r}, expected {SNAPSHOT_FORMAT!r}")
         super().__init__(root, f"snapshot {root}", bool(meta.get("emulated", False)))
         self.meta = meta
         self.node = str(meta.get("node") or root.name)
-        errors_path = root / READ_ERRORS
-        self._errors: dict[str, list[object]] = json.loads(errors_path.read_text()) if errors_path.exists() else {}
+        self.refused: list[str] = []  # one line per file of the snapshot not read: a link that leaves it
+        self._errors = _read_errors(root)
+
+    def _inside(self, path: str) -> Path:
+        """The snapshot's file for system path `path`, resolved inside the snapshot; a link leaving it is refused
+        (named once in `refused`) as an OSError, which discovery shows as that value unreadable."""
+        try:
+            return files.inside(self.root, self._host(path))
+        except files.Unreadable as exc:
+            line = f"snapshot {self.root}: {path.lstrip('/')}: {exc}"
+            if line not in self.refused:
+                self.refused.append(line)
+            raise OSError(errno.ELOOP, str(exc)) from None
 
     def read(self, path: str) -> str:
         return self.read_exact(path).strip()
@@ -134,18 +158,72 @@ class SnapshotSource(RootedSource):
     def read_exact(self, path: str) -> str:
         if path in self._errors:
             code, message = self._errors[path]
-            raise OSError(int(str(code)), str(message))
-        return super().read_exact(path)
+            raise OSError(code, message)
+        return _snapshot_text(self._inside(path), self.root)
+
+    def listdir(self, path: str) -> list[str]:
+        return sorted(os.listdir(self._inside(path)))
+
+    def is_dir(self, path: str) -> bool:
+        try:
+            return os.path.isdir(self._inside(path))
+        except OSError:
+            return False
+
+    def realpath(self, path: str) -> str:
+        try:
+            resolved = self._inside(path)
+        except OSError:
+            return os.path.normpath(path)  # a link that leaves the snapshot is not followed, even by name
+        return "/" + str(resolved.relative_to(os.path.realpath(self.root))).removeprefix(".")
 
     def output(self, name: str, produce: Callable[[], Output]) -> Output:
         text_path = self.root / "commands" / f"{name}.txt"
         rc_path = self.root / "commands" / f"{name}.rc"
-        if not rc_path.exists():
+        if not os.path.lexists(rc_path):
             return Output(None, "")
         try:
-            return Output(int(rc_path.read_text().strip()), text_path.read_text() if text_path.exists() else "")
+            returncode = int(_snapshot_text(rc_path, self.root).strip())
+            return Output(returncode, _snapshot_text(text_path, self.root) if os.path.lexists(text_path) else "")
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                line = f"snapshot {self.root}: commands/{name}: {exc.strerror}"
+                if line not in self.refused:
+                    self.refused.append(line)
+            return Output(None, "")
         except ValueError:
             return Output(None, "")
+
+
+def _snapshot_text(path: Path, root: Path) -> str:
+    """A snapshot file's text (bytes that are not UTF-8 replaced), read only inside `root`; OSError otherwise
+    (FileNotFoundError when it is not there; ELOOP for a link that leaves the snapshot)."""
+    try:
+        return files.read_bytes(path, MAX_SNAPSHOT_FILE_BYTES, root=root).decode("utf-8", errors="replace")
+    except files.Unreadable as exc:
+        if str(exc) == "no such file":
+            raise FileNotFoundError(errno.ENOENT, str(exc)) from None
+        raise OSError(errno.ELOOP if "not followed" in str(exc) else errno.EIO, str(exc)) from None
+
+
+def _read_errors(root: Path) -> dict[str, tuple[int, str]]:
+    """read_errors.json: system path -> [errno, strerror] of files the live system failed to read; ValueError
+    naming the file when it is not that shape."""
+    path = root / READ_ERRORS
+    if not os.path.lexists(path):
+        return {}
+    try:
+        data = files.load_json(path, MAX_SNAPSHOT_FILE_BYTES, expect=dict, root=root)
+    except files.Unreadable as exc:
+        raise ValueError(f"{path}: unreadable: {exc}") from None
+    found: dict[str, tuple[int, str]] = {}
+    for key, value in data.items():
+        if not (
+            isinstance(value, list) and len(value) == 2 and isinstance(value[0], int) and not isinstance(value[0], bool)
+        ):
+            raise ValueError(f"{path}: {key!r}: expected [errno, message], found {json.dumps(value)[:60]}")
+        found[key] = (value[0], str(value[1]))
+    return found
 
 
 class RecordingSource:
@@ -157,8 +235,9 @@ class RecordingSource:
         self.description = f"live, recording to {out}"
         self.emulated = live.emulated
         self._errors: dict[str, list[object]] = {}
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "meta.json").write_text(
+        files.ensure_dir(out)
+        files.write_atomic(
+            out / "meta.json",
             json.dumps(
                 {
                     "format": SNAPSHOT_FORMAT,
@@ -169,7 +248,7 @@ class RecordingSource:
                 },
                 indent=2,
             )
-            + "\n"
+            + "\n",
         )
 
     def _mirror_path(self, path: str) -> str:
@@ -201,13 +280,12 @@ class RecordingSource:
             # Kept so that the snapshot fails the same way (an EINVAL speed of a down link, say).
             if exc.errno is not None and exc.errno != errno.ENOENT:
                 self._errors[path] = [exc.errno, exc.strerror or str(exc)]
-                (self.out / READ_ERRORS).write_text(json.dumps(self._errors, indent=1, sort_keys=True) + "\n")
+                files.write_atomic(self.out / READ_ERRORS, json.dumps(self._errors, indent=1, sort_keys=True) + "\n")
             raise
         finally:
             resolved = self._mirror_path(path)
         target = self.out / resolved.lstrip("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text if exact else text + "\n")
+        files.write_atomic(files.ensure_dir(target.parent, self.out) / target.name, text if exact else text + "\n")
         return text
 
     def listdir(self, path: str) -> list[str]:
@@ -233,6 +311,12 @@ class RecordingSource:
             (self.out / resolved.lstrip("/")).mkdir(parents=True, exist_ok=True)
         return resolved
 
+    def is_dir(self, path: str) -> bool:
+        found = self.live.is_dir(path)
+        if found:
+            self.realpath(path)  # the links along it and the directory it leads to, as the system has them
+        return found
+
     def exists(self, path: str) -> bool:
         found = self.live.exists(path)
         if found:
@@ -247,14 +331,15 @@ class RecordingSource:
 
     def output(self, name: str, produce: Callable[[], Output]) -> Output:
         result = produce()
-        commands = self.out / "commands"
-        commands.mkdir(parents=True, exist_ok=True)
-        (commands / f"{name}.txt").write_text(result.stdout)
-        (commands / f"{name}.rc").write_text(f"{result.returncode}\n")
+        commands = files.ensure_dir(self.out / "commands", self.out)
+        files.write_atomic(commands / f"{name}.txt", result.stdout)
+        files.write_atomic(commands / f"{name}.rc", f"{result.returncode}\n")
         return result
 
 
 def archive(directory: Path, tar_path: Path) -> Path:
-    """Pack a snapshot directory as NODE.tar.gz (symlinks kept as symlinks)."""
-    base = str(tar_path).removesuffix(".tar.gz")
-    return Path(shutil.make_archive(base, "gztar", root_dir=directory.parent, base_dir=directory.name))
+    """Pack a snapshot directory as NODE.tar.gz (symlinks kept as symlinks), written new and renamed into place:
+    a link planted at NODE.tar.gz is refused, never written through."""
+    with files.replacing(tar_path) as handle, tarfile.open(fileobj=handle, mode="w:gz") as packed:
+        packed.add(directory, arcname=directory.name)
+    return tar_path

@@ -8,7 +8,16 @@ from pathlib import Path
 import click
 
 from wirespeed import __version__
-from wirespeed.cli.common import CONTEXT, Ctx, FiniteRange, cluster_options, json_option, pass_ctx, resolve_remote
+from wirespeed.cli.common import (
+    CONTEXT,
+    Count,
+    Ctx,
+    Seconds,
+    cluster_options,
+    json_option,
+    pass_ctx,
+    resolve_remote,
+)
 from wirespeed.core.errors import ExitStatus, UsageError, WirespeedError
 from wirespeed.engine.remote import check_agents
 
@@ -72,7 +81,7 @@ def agent_facts(ctx: Ctx, node: str, root_parts: bool) -> None:
 @agent.command("probe")
 @click.option("--node", required=True)
 @click.option("--ifaces", required=True, help="Comma-separated fabric interfaces.")
-@click.option("--duration", type=float, default=2.0, show_default=True)
+@click.option("--duration", type=Seconds(60), default=2.0, show_default=True, help="Seconds to beacon and listen.")
 @click.option("--token", required=True, help="Identifies this probe run; other runs' frames are ignored.")
 @pass_ctx
 def agent_probe(ctx: Ctx, node: str, ifaces: str, duration: float, token: str) -> None:
@@ -88,7 +97,9 @@ def agent_probe(ctx: Ctx, node: str, ifaces: str, duration: float, token: str) -
 @agent.command("lock", hidden=True)
 @click.option("--holder", "holder_json", required=True, help="Who asks, as JSON (what, user, host, pid, since_utc).")
 @click.option("--wait", is_flag=True, help="Queue behind the holder instead of refusing.")
-def agent_lock(holder_json: str, wait: bool) -> None:
+@click.option("--wait-limit", "wait_s", type=Seconds(86400), default=3600.0, show_default=True,
+              help="Seconds --wait queues at most; then it says busy (exit 3).")  # fmt: skip
+def agent_lock(holder_json: str, wait: bool, wait_s: float) -> None:
     """Hold this node's bench lock until stdin closes: one JSON line says `locked`, or `busy` (exit 3) with the
     holder, or `waiting` for it first (with --wait)."""
     import json
@@ -102,25 +113,20 @@ def agent_lock(holder_json: str, wait: bool) -> None:
         holder = None
     if holder is None:
         raise UsageError("--holder: not a holder", hint='{"what": ..., "user": ..., "host": ..., "pid": ..., ...}')
-    sys.exit(hold(holder, wait))
+    sys.exit(hold(holder, wait, wait_s))
 
 
 @agent.command("sample")
 @click.option("--node", required=True, help="The name the controller knows this node by.")
 @click.option("--ifaces", required=True, help="Comma-separated interfaces to read.")
-@click.option("--interval", type=float, default=0.5, show_default=True, help="Seconds between samples.")
-@click.option(
-    "--count", type=click.IntRange(min=0), default=0, help="Stop after this many samples (0: until stdin closes)."
-)
+@click.option("--interval", type=Seconds(60), default=0.5, show_default=True, help="Seconds between samples.")
+@click.option("--count", type=Count(0, 10**9), default=0, help="Stop after this many samples (0: until stdin closes).")
 def agent_sample(node: str, ifaces: str, interval: float, count: int) -> None:
     """Stream this node's NIC counters and per-core CPU as JSON lines until stdin closes (used by `watch`)."""
-    import math
     import re
 
     from wirespeed.engine.sampling import stream_samples
 
-    if not math.isfinite(interval) or not 0 < interval <= 60:  # `nan` compares false with everything
-        raise UsageError(f"--interval {interval}: must be above 0 and at most 60 seconds", hint="e.g. --interval 0.5")
     if not node or not node.isprintable() or node != node.strip():
         raise UsageError(f"--node {node!r}: not a node name", hint="the name the cluster file gives the node")
     names = [i for i in ifaces.split(",") if i]
@@ -161,10 +167,10 @@ def agent_snapshot(ctx: Ctx, node: str) -> None:
 @agent.command("apply")
 @click.option("--token", required=True, help="Names this fix's journal on the node (a new one for every apply).")
 @click.option("--ops", "ops_json", required=True, help="JSON list of operations.")
-@click.option("--rollback-after", type=FiniteRange(0, 3600, min_open=True), default=20.0, show_default=True)
+@click.option("--rollback-after", type=Seconds(3600), default=20.0, show_default=True)
 @click.option("--kind", type=click.Choice(["fix", "revert"]), default="fix", show_default=True)
 @click.option("--reverts", default=None, help="The token of the fix this revert undoes (marked reverted on confirm).")
-@click.option("--pause-after", type=int, default=None, hidden=True, help="Tests only: stop after N operations.")
+@click.option("--pause-after", type=Count(1, 10**6), hidden=True, help="Tests only: stop after N operations.")
 @pass_ctx
 def agent_apply(
     ctx: Ctx, token: str, ops_json: str, rollback_after: float, kind: str, reverts: str | None, pause_after: int | None

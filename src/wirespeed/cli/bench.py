@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from wirespeed.cli.common import Ctx, cluster_options, json_option, pass_ctx, resolve_remote, runs_option
+from wirespeed.cli.common import (
+    Count,
+    Ctx,
+    Seconds,
+    cluster_options,
+    json_option,
+    pass_ctx,
+    resolve_remote,
+    runs_option,
+)
 from wirespeed.cli.output import Output
 from wirespeed.core.errors import ExitStatus, UsageError
 from wirespeed.core.matrix import MatrixCell
@@ -35,29 +44,39 @@ def bench_flags(func: Any) -> Any:
 
 
 _FLAGS = (
-    click.option("--seconds", type=click.IntRange(2, 3600), default=5, show_default=True,
+    click.option("--seconds", type=Count(2, 3600), default=5, show_default=True,
                  help="Seconds each measurement runs (TCP, RDMA, each half of tcp-lat, each matrix round)."),
-    click.option("--streams", type=click.IntRange(2, 128), default=16, show_default=True,
+    click.option("--streams", type=Count(2, 128), default=16, show_default=True,
                  help="Streams of tcp-multi."),
     click.option("--bidir", is_flag=True, help="Both directions at once (iperf3 --bidir, perftest -b): full duplex."),
-    click.option("--interval", type=click.FloatRange(0.1, 10), default=0.5, show_default=True,
+    click.option("--interval", type=Seconds(10, low=0.1), default=0.5, show_default=True,
                  help="Seconds between counter samples at the wire, for every rung."),
     click.option("--collectives", default="sendrecv,all_gather,all_reduce", show_default=True,
                  help="nccl-tests collectives of the nccl rung, comma-separated."),
     click.option("--min-size", default="1M", show_default=True, help="Smallest NCCL message (nccl-tests -b)."),
     click.option("--max-size", default="1G", show_default=True,
                  help="Largest NCCL message (-e); capped by free memory."),
-    click.option("--iters", type=click.IntRange(1, 10000), default=20, show_default=True, help="nccl-tests -n."),
+    click.option("--iters", type=Count(1, 10000), default=20, show_default=True, help="nccl-tests -n."),
     click.option("--env", "env", multiple=True, metavar="NAME[=VALUE]",
                  help="An environment variable for every rank (mpirun -x); wins over what wirespeed derives. "
                  "Repeatable."),
-    click.option("--nccl-timeout", type=click.IntRange(10, 86400), default=900, show_default=True, help="Seconds."),
+    click.option("--nccl-timeout", type=Count(10, 86400), default=900, show_default=True, help="Seconds."),
 )  # fmt: skip
 
-wait_option = click.option(
-    "--wait", "wait_lock", is_flag=True,
-    help="When another bench or commission holds the cluster, queue behind it instead of refusing.",
+_wait_options = (
+    click.option("--wait", "wait_lock", is_flag=True,
+                 help="When another bench or commission holds the cluster, queue behind it instead of refusing."),
+    click.option("--wait-limit", "wait_limit_s", type=Seconds(86400), default=3600.0, show_default=True,
+                 help="Seconds --wait queues at most; then it refuses as without --wait (exit 3)."),
 )  # fmt: skip
+
+
+def wait_option(func: Any) -> Any:
+    """--wait and --wait-limit: queue behind another measurement, for a bounded time."""
+    for option in reversed(_wait_options):
+        func = option(func)
+    return func
+
 
 live_options = (
     click.option("--no-live", "no_live", is_flag=True,
@@ -175,6 +194,7 @@ def bench_cmd(
     no_live: bool,
     halves: bool,
     wait_lock: bool,
+    wait_limit_s: float,
     **flags: Any,
 ) -> ExitStatus:
     """Climb the bandwidth ladder: TCP (one stream, many streams, every half at once, latency per half), RDMA, and
@@ -199,7 +219,7 @@ def bench_cmd(
     options = shared_options(**flags)
     remote = resolve_remote(out, cluster_file, hosts, user)
     said = lambda text: out.message(f"wirespeed: {text}")  # noqa: E731
-    with remote.owned(), cluster_lock(remote, f"bench {what}", wait=wait_lock, say=said):
+    with remote.owned(), cluster_lock(remote, f"bench {what}", wait=wait_lock, say=said, wait_s=wait_limit_s):
         return _bench(ctx, out, remote, what, options, runs_dir, json_mode, no_live, halves)
 
 

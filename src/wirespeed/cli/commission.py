@@ -15,7 +15,7 @@ import click
 from wirespeed.cli.bench import bench_flags, live_flags, live_view, shared_options, wait_option
 from wirespeed.cli.common import (
     Ctx,
-    FiniteRange,
+    Seconds,
     cluster_options,
     json_option,
     pass_ctx,
@@ -23,10 +23,10 @@ from wirespeed.cli.common import (
     runs_option,
 )
 from wirespeed.cli.output import Output
-from wirespeed.core.errors import ExitStatus, WirespeedError
+from wirespeed.core.errors import ExitStatus
 from wirespeed.core.fixplan import Operation
 from wirespeed.core.results import RungStatus
-from wirespeed.core.run import Run, RunStatus, StepStatus, phase_rows, takeaway
+from wirespeed.core.run import Run, RunStatus, phase_rows, takeaway
 from wirespeed.engine import rungs
 from wirespeed.engine.commission import Confirm
 from wirespeed.ui import render
@@ -79,7 +79,7 @@ def _ask_setup(yes: bool) -> Callable[[int], bool]:
 @bench_flags
 @live_flags
 @wait_option
-@click.option("--rollback-after", type=FiniteRange(1, 3600), default=20.0, show_default=True,
+@click.option("--rollback-after", type=Seconds(3600, low=1), default=20.0, show_default=True,
               help="Seconds a node waits for confirmation before undoing a network change by itself.")  # fmt: skip
 @runs_option
 @json_option
@@ -99,6 +99,7 @@ def commission_cmd(
     no_live: bool,
     halves: bool,
     wait_lock: bool,
+    wait_limit_s: float,
     **flags: Any,
 ) -> ExitStatus:
     """Commission the cluster: discover every node (wirespeed shipped where missing), find which rungs can run,
@@ -124,7 +125,8 @@ def commission_cmd(
     def said(text: str) -> None:
         out.message(f"wirespeed: {text}")
 
-    with remote.owned(), cluster_lock(remote, "commission", wait=wait_lock, say=said):  # one measurement at a time
+    # one measurement at a time
+    with remote.owned(), cluster_lock(remote, "commission", wait=wait_lock, say=said, wait_s=wait_limit_s):
         run_dir = engine.start(remote, options, runs_dir, ctx.argv)
         out.message(
             f"wirespeed: commissioning {remote.cluster.name} ({', '.join(remote.cluster.names)}): run {run_dir.name}"
@@ -141,15 +143,8 @@ def commission_cmd(
         with signals_interrupt():
             done = engine.commission(remote, options, run_dir, say=said, confirm=_ask(out, yes),
                                      confirm_setup=_ask_setup(yes), live=live)  # fmt: skip
-    steps = done.steps
-    started = steps.begin("report", "one page with every step and every rung") if steps else 0.0
-    target = run_dir.path / "report.html"
-    try:
-        target.write_text(view.html(load_report(run_dir.path)), encoding="utf-8")
-    except OSError as exc:
-        raise WirespeedError(f"{target}: cannot write the report: {exc.strerror or exc}") from None
-    if steps:
-        steps.end("report", started, StepStatus.DONE, str(target))
+    with signals_interrupt():
+        target = engine.write_report(done, lambda path: view.html(load_report(path)))
     run = load_run(run_dir.path)
     if json_mode:
         out.data({

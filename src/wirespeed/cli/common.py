@@ -21,6 +21,11 @@ from wirespeed.engine.clusters import resolve_cluster
 from wirespeed.engine.remote import Remote
 
 CONTEXT: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 120}
+# A command that passes a command line on (`exec`, `watch --run`, `testbed shell` and `exec`): wirespeed's options
+# end at the first argument, and everything from there on is the command's, as it was given. An unknown option
+# before it is refused: with click's `ignore_unknown_options`, `-oProxyCommand=ssh ...` was read as the short
+# options -o -P -r ... and its `h` as -h (help, exit 0).
+PASS_THROUGH: dict[str, Any] = {**CONTEXT, "allow_interspersed_args": False}
 
 
 class Ctx:
@@ -151,13 +156,53 @@ def ask_become_pass(cluster: str) -> str:
 
 
 class FiniteRange(click.FloatRange):
-    """click.FloatRange that also refuses `nan` (it compares false with every bound, so FloatRange lets it in) and
-    the infinities (an open bound lets `inf` in: a timer of `inf` seconds never fires)."""
+    """A number between two bounds, both required: every number a user gives wirespeed has a documented maximum,
+    which `--help` shows beside the option (`[default: 0.5; 0<x<=60]`). It refuses `nan` (it compares false with
+    every bound, so click.FloatRange lets it in) and the infinities (`1e309` is one: a timer of `inf` seconds never
+    fires), each in one line naming the option."""
+
+    name = "number"
+
+    def __init__(self, min: float, max: float, *, min_open: bool = False, max_open: bool = False) -> None:
+        super().__init__(min, max, min_open=min_open, max_open=max_open)
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         import math
 
-        converted = super().convert(value, param, ctx)
-        if isinstance(converted, float) and not math.isfinite(converted):
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number", param, ctx)
-        return converted
+        return super().convert(number, param, ctx)
+
+
+class Seconds(FiniteRange):
+    """A duration, interval, timeout or wait in seconds, at most `high`; above zero unless `zero_ok` (a wait of 0
+    is "do not wait"; a timer, an interval or a duration of 0 is meaningless)."""
+
+    name = "seconds"
+
+    def __init__(self, high: float, *, low: float = 0, zero_ok: bool = False) -> None:
+        super().__init__(low, high, min_open=low == 0 and not zero_ok)
+
+
+class Percent(FiniteRange):
+    """A percentage, 0 to 100 (a threshold of 0 counts every change)."""
+
+    name = "percent"
+
+    def __init__(self, low: float = 0, high: float = 100) -> None:
+        super().__init__(low, high)
+
+
+class Count(click.IntRange):
+    """A whole number between two bounds, both required (repeats, iterations, streams, nodes, an MTU in bytes);
+    `nan`, `inf` and `1e309` are not whole numbers, and click says so in one line naming the option."""
+
+    name = "count"
+
+    def __init__(self, low: int, high: int, unit: str = "count") -> None:
+        super().__init__(low, high)
+        self.unit = unit  # what --help names it: COUNT, or BYTES for an MTU
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str | None:
+        return self.unit.upper()

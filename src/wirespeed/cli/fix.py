@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from wirespeed.cli.common import Ctx, FiniteRange, cluster_options, json_option, pass_ctx, resolve_remote
+from wirespeed.cli.common import Ctx, Seconds, cluster_options, json_option, pass_ctx, resolve_remote
 from wirespeed.core.become import HOW
 from wirespeed.core.errors import ExitStatus, WirespeedError
 
@@ -27,7 +27,7 @@ from wirespeed.core.errors import ExitStatus, WirespeedError
 )
 @click.option(
     "--rollback-after",
-    type=FiniteRange(1, 3600),
+    type=Seconds(3600, low=1),
     default=20.0,
     show_default=True,
     help="Seconds a node waits for confirmation before undoing the changes by itself.",
@@ -67,12 +67,14 @@ def fix_cmd(
     shown = {node: [op.to_json() for op in ops] for node, ops in plan.items()}
     if not json_mode:
         out.console.print(fix_plan_view(made))
+    # A node that could not be read is not in the plan: the answer is incomplete (its line was said above).
+    incomplete = ExitStatus.NOT_MEASURED if made.unread else ExitStatus.OK
     if not yes:
         if json_mode:
-            out.data({"plan": shown, "notes": notes, "applied": False})
+            out.data({"plan": shown, "notes": notes, "applied": False, "unread": list(made.unread)})
         elif plan:
             out.message("wirespeed: nothing applied; run again with --yes to apply")
-        return ExitStatus.OK
+        return incomplete
     refused = fixing.needs_root(plan, made.unprivileged)
     if refused:  # nothing is applied anywhere: half a fix is worse than none
         for line in refused:
@@ -110,6 +112,7 @@ def fix_cmd(
                 "plan": shown,
                 "applied": True,
                 "record": str(record_path),
+                "unread": list(made.unread),
                 "nodes": {
                     o.node: {
                         "applied": o.applied,
@@ -125,4 +128,6 @@ def fix_cmd(
         )
     elif not revert:
         out.message(f"wirespeed: the replaced values are in {record_path}; `wirespeed fix --revert` restores them")
+    if made.unread:  # as `check`: 3 before 1, what was not read may be what failed
+        return incomplete
     return ExitStatus.FINDING if failed else ExitStatus.OK

@@ -14,10 +14,11 @@ from typing import Any
 import click
 from rich.table import Table
 
+from wirespeed.adapters import files as file_io
 from wirespeed.cli.common import CONTEXT, Ctx, runs_option
 from wirespeed.cli.output import Output
 from wirespeed.core import imported, importer
-from wirespeed.core.errors import ExitStatus, UsageError, WirespeedError
+from wirespeed.core.errors import ExitStatus, UsageError
 
 # --------------------------------------------------------------------------------------------------- reading
 
@@ -79,10 +80,16 @@ def _warn_skipped(out: Output, obj: dict[str, Any]) -> None:
         text = item["text"]
         if len(text) > _SKIPPED_TEXT:
             text = text[: _SKIPPED_TEXT - 3] + "..."
-        out.warn(f"{obj['file']}: line {item['line']} skipped (no mapping in it): {text}")
+        out.warn(f"{obj['file']}: line {item['line']} skipped ({item.get('why') or 'no mapping in it'}): {text}")
     if len(skipped) > _SKIPPED_SHOWN:
         more = len(skipped) - _SKIPPED_SHOWN
         out.warn(f"{obj['file']}: {more} more line{'s' if more != 1 else ''} skipped (--json lists them all)")
+    implausible = obj.get("implausible") or []  # nccl-tests figures left out, the rest of the table kept
+    for why in implausible[:_SKIPPED_SHOWN]:
+        out.warn(f"{obj['file']}: {why}")
+    if len(implausible) > _SKIPPED_SHOWN:
+        more = len(implausible) - _SKIPPED_SHOWN
+        out.warn(f"{obj['file']}: {more} more figure{'s' if more != 1 else ''} left out (--json lists them all)")
 
 
 # --------------------------------------------------------------------------------------------------- command
@@ -103,8 +110,10 @@ def _warn_skipped(out: Output, obj: dict[str, Any]) -> None:
 @click.pass_obj
 def import_cmd(ctx: Ctx, files: tuple[Path, ...], into: str | None, runs_dir: Path, json_mode: bool) -> ExitStatus:
     """Read saved outputs of nccl-tests, perftest, iperf3, ethtool -S, ibdev2netdev, ibv_devinfo, show_gids and
-    rdma link, told apart by their content, and show or store them in wirespeed's import format
-    (docs/import-format.md). Exit status 1 when any file could not be imported."""
+    rdma link, and what owners paste (NCCL_DEBUG=INFO logs, dmesg/journalctl -k, lspci -vv, ip addr, ip -br
+    addr/link, ethtool IFACE, ethtool --show-fec, nvidia-smi topo -m; several per file after prompts), told apart by
+    their content, and show or store them in wirespeed's import format (docs/import-format.md). Exit status 1 when
+    any file could not be imported."""
     out = ctx.output(json_mode)
     imported_dir: Path | None = None
     if into is not None:
@@ -114,10 +123,7 @@ def import_cmd(ctx: Ctx, files: tuple[Path, ...], into: str | None, runs_dir: Pa
             imported_dir = resolve_run(runs_dir, into) / "imported"
         except UsageError as exc:
             raise UsageError(f"--into {exc.message}", hint=exc.hint) from None
-        try:
-            imported_dir.mkdir(exist_ok=True)
-        except OSError as exc:
-            raise WirespeedError(f"{imported_dir}: cannot create it: {exc.strerror or exc}") from None
+        file_io.ensure_dir(imported_dir, imported_dir.parent)  # a link planted as `imported` that leads out: refused
     taken: set[str] = set()
     failed = False
     for path in files:
@@ -138,10 +144,10 @@ def import_cmd(ctx: Ctx, files: tuple[Path, ...], into: str | None, runs_dir: Pa
         if imported_dir is not None:
             target = _target(imported_dir, obj, taken)
             try:
-                target.write_text(json.dumps(obj, indent=2) + "\n")
-            except OSError as exc:
+                file_io.write_atomic(target, json.dumps(obj, indent=2) + "\n", root=imported_dir.parent)
+            except file_io.Unwritable as exc:
                 failed = True
-                out.message(f"wirespeed: {target}: cannot write it: {exc.strerror or exc}")
+                out.message(f"wirespeed: {exc}")
                 continue
             if not json_mode:
                 out.message(f"wirespeed: wrote {target}")

@@ -6,15 +6,23 @@ from pathlib import Path
 
 import click
 
-from wirespeed.cli.common import CONTEXT, Ctx, cluster_options, json_option, pass_ctx, resolve_remote
+from wirespeed.cli.common import (
+    PASS_THROUGH,
+    Ctx,
+    Seconds,
+    cluster_options,
+    json_option,
+    pass_ctx,
+    resolve_remote,
+)
 from wirespeed.core.errors import ExitStatus, UsageError
 from wirespeed.core.outcome import worst_exit_status
 from wirespeed.ui import render
 
 
-@click.command("exec", context_settings={**CONTEXT, "ignore_unknown_options": True})
+@click.command("exec", context_settings=PASS_THROUGH)
 @cluster_options
-@click.option("--timeout", "timeout_s", type=float, default=60.0, show_default=True, help="Seconds per node.")
+@click.option("--timeout", "timeout_s", type=Seconds(86400), default=60.0, show_default=True, help="Seconds per node.")
 @json_option
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @pass_ctx
@@ -72,7 +80,7 @@ def discover_cmd(
     if snapshots:
         if cluster_file or hosts:
             raise UsageError("give --snapshot or live nodes (--cluster/--hosts), not both")
-        result = discover.discover_snapshots(list(snapshots))
+        result = discover.discover_snapshots(list(snapshots), say=lambda line: out.message(f"wirespeed: {line}"))
     else:
         remote = resolve_remote(out, cluster_file, hosts, user)
         result = discover.discover_live(remote, probe=not no_probe)
@@ -96,6 +104,15 @@ def discover_cmd(
     type=click.Path(path_type=Path),
     help="Check snapshots (directory or NODE.tar.gz) instead of live nodes; repeatable.",
 )
+@click.option(
+    "--pastes",
+    "pastes",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Check pasted outputs instead of nodes (NCCL_DEBUG=INFO logs, dmesg, lspci -vv, ip addr, ethtool, "
+    "nvidia-smi topo -m; prompts and several outputs per file are fine); more files may follow as arguments.",
+)
+@click.argument("more_pastes", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--only", default="", help="Comma-separated check ids to run.")
 @click.option("--skip", "skip_ids", default="", help="Comma-separated check ids to leave out.")
 @click.option("--no-active", is_flag=True, help="No active measurements (cabling probe, MTU pings, ssh mesh).")
@@ -111,6 +128,8 @@ def check_cmd(
     hosts: str | None,
     user: str | None,
     snapshots: tuple[Path, ...],
+    pastes: tuple[Path, ...],
+    more_pastes: tuple[Path, ...],
     only: str,
     skip_ids: str,
     no_active: bool,
@@ -125,10 +144,19 @@ def check_cmd(
 
     out = ctx.output(json_mode)
     ids = checks.select(only.split(","), skip_ids.split(","))
+    if more_pastes and not pastes:
+        raise UsageError(f"unexpected argument {str(more_pastes[0])!r}", hint="files to read go after --pastes")
+    if pastes:
+        if snapshots or cluster_file or hosts:
+            raise UsageError("give --pastes, --snapshot or live nodes (--cluster/--hosts), one of them")
+        from wirespeed.cli.pastes import check_pastes
+
+        return check_pastes(ctx, pastes + more_pastes, ids, json_mode)
     if snapshots:
         if cluster_file or hosts:
             raise UsageError("give --snapshot or live nodes (--cluster/--hosts), not both")
-        run = checks.run_checks(discover.discover_snapshots(list(snapshots)), ids)
+        found_offline = discover.discover_snapshots(list(snapshots), say=lambda line: out.message(f"wirespeed: {line}"))
+        run = checks.run_checks(found_offline, ids)
     else:
         remote = resolve_remote(out, cluster_file, hosts, user)
         found = discover.discover_live(remote, probe=not no_active)
@@ -143,7 +171,7 @@ def check_cmd(
                 reading = switch.read_for_checks(
                     config, insecure=insecure, allow_plaintext=allow_plaintext, warn=out.warn
                 )
-        run = checks.run_checks(found, ids, active, reading)
+        run = checks.run_checks(found, ids, active, reading, remote.cluster.nccl_env)
     if json_mode:
         out.data(run.to_json())
     else:

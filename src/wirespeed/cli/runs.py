@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from wirespeed.cli.common import CONTEXT, Ctx, json_option, pass_ctx, runs_option
+from wirespeed.cli.common import CONTEXT, Ctx, Percent, json_option, pass_ctx, runs_option
 from wirespeed.cli.output import Output
 from wirespeed.core.errors import ExitStatus, UsageError, WirespeedError
 from wirespeed.core.run import Run
@@ -28,6 +28,8 @@ def _rung_summary(run: Run) -> dict[str, Any]:
     for m in run.matrices:
         summary[f"matrix-{m.layer}"] = {"status": m.status.value, "cells": len(m.cells),
                                         "outliers": [o.text for o in m.outliers]}  # fmt: skip
+    for d in run.damaged:  # never a figure: the record holds one no measurement can have
+        summary[d.key] = {"status": "damaged", "reason": d.reason}
     return summary
 
 
@@ -80,13 +82,14 @@ def baseline_set(ctx: Ctx, run: str, runs_dir: Path) -> None:
     """Mark RUN (a name `wirespeed runs` prints, a path, or `latest`) as the baseline."""
     from wirespeed.engine.runs import resolve_run, set_baseline
 
-    marker = set_baseline(runs_dir, resolve_run(runs_dir, run))
-    ctx.output(False).message(f"wirespeed: baseline is {marker.read_text().strip()} ({marker})")
+    chosen = resolve_run(runs_dir, run)
+    marker = set_baseline(runs_dir, chosen)
+    ctx.output(False).message(f"wirespeed: baseline is {chosen.name} ({marker})")
 
 
 @click.command("compare")
 @click.argument("runs", nargs=-1)
-@click.option("--threshold", type=click.FloatRange(0, 100), default=5.0, show_default=True,
+@click.option("--threshold", type=Percent(), default=5.0, show_default=True,
               help="Percent a figure may get worse before it counts (lower bandwidth, higher latency).")  # fmt: skip
 @runs_option
 @json_option
@@ -95,10 +98,11 @@ def compare_cmd(ctx: Ctx, runs: tuple[str, ...], threshold: float, runs_dir: Pat
     """What changed between two runs (RUN_A RUN_B, or the baseline and RUN_B; each a name `wirespeed runs` prints, a
     path, `latest` or `baseline`): per rung, per NCCL message size, per matrix cell and per matrix half. Exit
     status 1 when a figure got worse by more than the threshold or something measured before no longer is; 3 when
-    a file of either run could not be read (named, one line each)."""
+    a file of either run could not be read (named, one line each), or a record it would compare is damaged (a figure
+    no measurement can have: NaN, infinite, negative, absurdly large): that rung is named and never compared."""
     from rich.table import Table
 
-    from wirespeed.core.compare import compare_runs, regressions
+    from wirespeed.core.compare import DAMAGED, compare_runs, regressions
     from wirespeed.engine.runs import BASELINE_NAME, load_run, resolve_run
 
     if len(runs) not in (1, 2):
@@ -117,6 +121,7 @@ def compare_cmd(ctx: Ctx, runs: tuple[str, ...], threshold: float, runs_dir: Pat
                          "status_before": c.status_before, "status_after": c.status_after, "worse": c in worse}
                         for c in changes],
             "problems": {before.name: list(before.problems), after.name: list(after.problems)},
+            "damaged": {before.name: [d.key for d in before.damaged], after.name: [d.key for d in after.damaged]},
         })  # fmt: skip
     else:
         table = Table("what", "measure", before.name, after.name, "change", title=f"worse: > {threshold:g}%")
@@ -133,9 +138,18 @@ def compare_cmd(ctx: Ctx, runs: tuple[str, ...], threshold: float, runs_dir: Pat
         out.message(f"wirespeed: {len(worse)} figure(s) worse by more than {threshold:g}%")
     for run in (before, after):
         _problems(out, run)
+    damaged: list[str] = []  # one line per record (or imported figure) of either run that holds a damaged figure
+    for c in changes:
+        for run, status in ((before, c.status_before), (after, c.status_after)):
+            label = next((d.label for d in run.damaged if d.covers(c.subject)), c.subject)
+            line = f"wirespeed: not compared: {label} in {run.name} is damaged"
+            if status == DAMAGED and line not in damaged:
+                damaged.append(line)
+    for line in damaged:
+        out.message(line)
     if worse:
         return ExitStatus.FINDING
-    return ExitStatus.NOT_MEASURED if before.problems or after.problems else ExitStatus.OK
+    return ExitStatus.NOT_MEASURED if before.problems or after.problems or damaged else ExitStatus.OK
 
 
 def _figure(value: float | None) -> str:
@@ -170,11 +184,12 @@ def report_cmd(ctx: Ctx, run: str, fmt: str, output: Path | None, runs_dir: Path
         out.env.stdout.write(text)
         out.env.stdout.flush()
     else:
+        from wirespeed.adapters import files
+
         try:
-            target.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise WirespeedError(f"{target}: cannot write the report: {exc.strerror or exc}",
-                                 hint="-o FILE somewhere writable") from None  # fmt: skip
+            files.write_atomic(target, text)  # a new file renamed into place: never through a planted link
+        except files.Unwritable as exc:
+            raise WirespeedError(exc.message, hint="-o FILE somewhere writable") from None
         out.message(f"wirespeed: report of {path.name} in {target}")
     for problem in report.problems:
         out.message(f"wirespeed: {path.name}: {problem}")

@@ -14,14 +14,14 @@ from typing import Any
 
 import click
 
-from wirespeed.cli.common import CONTEXT, Ctx, FiniteRange, resolve_remote
+from wirespeed.cli.common import CONTEXT, Count, Ctx, Seconds, resolve_remote
 from wirespeed.cli.output import Output
 from wirespeed.core.errors import ExitStatus, UsageError
 from wirespeed.core.facts import to_jsonable
 from wirespeed.core.routeros import FEC_MODES, SPEEDS, HostHalf, PlanOptions, SwitchConfig, plan
 from wirespeed.core.switchstate import PortProblem, SwitchState, plan_updates, port_problems, wanted_ports
 
-HOST_MTU = click.IntRange(1280, 9978)  # what PlanOptions accepts: the switch's L2MTU tops out at 10218
+HOST_MTU = Count(1280, 9978, "bytes")  # what PlanOptions accepts: the switch's L2MTU tops out at 10218
 
 
 @click.group("switch", context_settings=CONTEXT)
@@ -117,7 +117,7 @@ def _options(
 
 def switch_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """How to reach the switch: the cluster file, and TLS."""
-    func = click.option("--timeout", "timeout_s", type=FiniteRange(0.5, 300), default=10.0, show_default=True,
+    func = click.option("--timeout", "timeout_s", type=Seconds(300, low=0.5), default=10.0, show_default=True,
                         help="Seconds per REST call.")(func)  # fmt: skip
     func = click.option("--ca-file", type=click.Path(path_type=Path), default=None,
                         help="The switch's certificate (PEM) to trust [default: [switch] ca_file].")(func)  # fmt: skip
@@ -224,7 +224,7 @@ def status_cmd(
 @click.option("--fec", "fec_mode", type=click.Choice(FEC_MODES), default=None, help="[default: [switch] fec_mode].")
 @click.option("--mtu", "host_mtu", type=HOST_MTU, default=9000, show_default=True, help="The hosts' MTU.")
 @click.option("--yes", is_flag=True, help="Make the changes (without it, only show the diff).")
-@click.option("--wait", "wait_s", type=FiniteRange(0, 600), default=20.0, show_default=True,
+@click.option("--wait", "wait_s", type=Seconds(600, zero_ok=True), default=20.0, show_default=True,
               help="Seconds to wait for the links after applying.")  # fmt: skip
 @click.option("--json", "json_mode", is_flag=True, help="Machine output on stdout.")
 @click.pass_obj
@@ -281,7 +281,7 @@ def apply_cmd(
 @switch_group.command("verify")
 @switch_options
 @click.option("--mtu", "host_mtu", type=HOST_MTU, default=9000, show_default=True, help="The hosts' MTU.")
-@click.option("--wait", "wait_s", type=FiniteRange(0, 600), default=0.0, show_default=True,
+@click.option("--wait", "wait_s", type=Seconds(600, zero_ok=True), default=0.0, show_default=True,
               help="Seconds to wait for every fabric link to come up.")  # fmt: skip
 @click.option("--json", "json_mode", is_flag=True, help="Machine output on stdout.")
 @click.pass_obj

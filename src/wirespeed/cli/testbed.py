@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from wirespeed.cli.common import CONTEXT, Ctx, json_option, pass_ctx
+from wirespeed.cli.common import CONTEXT, PASS_THROUGH, Count, Ctx, json_option, pass_ctx
 from wirespeed.cli.output import Output
 from wirespeed.core.errors import ExitStatus, UsageError
 from wirespeed.core.units import parse_rate_bps
@@ -57,17 +57,21 @@ def print_status(out: Output, status: dict[str, Any]) -> None:
 
 @testbed.command("up")
 @prefix_option
-@click.option("--nodes", "-n", type=int, default=None, help="Number of nodes (direct: 2, ring: 3, switch: 2-16).")
+@click.option("--nodes", "-n", type=Count(2, 16), help="Number of nodes (direct: 2, ring: 3, switch: 2-16).")
 @click.option("--topology", type=click.Choice(["direct", "ring", "switch"]), default="direct", show_default=True)
-@click.option("--cables", type=click.IntRange(1, 2), default=1, show_default=True, help="Cabled ports per node.")
+@click.option("--cables", type=Count(1, 2), default=1, show_default=True, help="Cabled ports per node.")
 @click.option(
     "--half-rate",
     default="1gbit",
     show_default=True,
     help="tc rate of each PCIe half (tc units), or `none`: not shaped, the CPU is the ceiling.",
 )
-@click.option("--mtu", type=int, default=9000, show_default=True, help="MTU of the fabric interfaces.")
-@click.option("--switch-mtu", type=int, default=None, help="MTU of the switch ports (default: --mtu).")
+@click.option(
+    "--mtu", type=Count(68, 65535, "bytes"), default=9000, show_default=True, help="MTU of the fabric interfaces."
+)
+@click.option(
+    "--switch-mtu", type=Count(68, 65535, "bytes"), default=None, help="MTU of the switch ports (default: --mtu)."
+)
 @click.option("--miswire", is_flag=True, help="Cross-cable: swap node 2's ports (a fault for discovery to find).")
 @click.option("--slurm", is_flag=True, help="Also run Slurm: slurmctld here, a slurmd inside every node.")
 @click.option("--mdns", is_flag=True, help="Every node announces ssh over mDNS (avahi), as a Spark does.")
@@ -176,7 +180,7 @@ def testbed_status(ctx: Ctx, prefix: str, json_mode: bool) -> ExitStatus:
 @prefix_option
 @click.argument("node")
 @click.argument("iface")
-@click.option("--mtu", type=int, help="Set this MTU on the half (or switch port).")
+@click.option("--mtu", type=Count(68, 65535, "bytes"), help="Set this MTU on the half (or switch port).")
 @click.option("--down", "down_", is_flag=True, help="Take the half down.")
 @click.option("--unaddress", is_flag=True, help="Remove its IPv4 address.")
 @click.option("--ipv6", type=click.Choice(["on", "off"]), help="Turn IPv6 on or off on it.")
@@ -220,7 +224,7 @@ def testbed_fault(
         out.message(f"testbed: {result['target']}: {result.get('fault', result.get('reverted'))}")
 
 
-@testbed.command("exec", context_settings={**CONTEXT, "ignore_unknown_options": True})
+@testbed.command("exec", context_settings=PASS_THROUGH)
 @prefix_option
 @click.argument("node")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
@@ -237,7 +241,7 @@ def testbed_exec(ctx: Ctx, prefix: str, node: str, command: tuple[str, ...]) -> 
     return completed.returncode  # the command's own status
 
 
-@testbed.command("shell", context_settings={**CONTEXT, "ignore_unknown_options": True})
+@testbed.command("shell", context_settings=PASS_THROUGH)
 @prefix_option
 @click.argument("node")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)

@@ -9,18 +9,32 @@ from pathlib import Path
 import click
 
 from wirespeed.cli.bench import live_flags, live_view, wait_option
-from wirespeed.cli.common import Ctx, cluster_options, json_option, pass_ctx, resolve_remote, runs_option
+from wirespeed.cli.common import (
+    Count,
+    Ctx,
+    Seconds,
+    cluster_options,
+    json_option,
+    pass_ctx,
+    resolve_remote,
+    runs_option,
+)
 from wirespeed.cli.output import Output
 from wirespeed.core.errors import ExitStatus, UsageError
 from wirespeed.core.results import NotRunnable
 
+MAX_BUDGET_S = 7 * 86400  # a week: a search meant to run longer is a campaign, not a command
+
 
 def parse_budget(text: str) -> float:
-    """`10m`, `90s`, `1h`, `600` (seconds) -> seconds."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
+    """`10m`, `90s`, `1h`, `600` (seconds) -> seconds, above zero and at most a week."""
+    match = re.fullmatch(r"\s*(\d{1,12}(?:\.\d{1,12})?)\s*([smh]?)\s*", text)
     if not match or float(match.group(1)) <= 0:
-        raise UsageError(f"--budget {text!r}: not a duration", hint="e.g. --budget 10m, 90s or 1h")
-    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
+        raise UsageError(f"--budget {text[:40]!r}: not a duration", hint="e.g. --budget 10m, 90s or 1h")
+    seconds = float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
+    if seconds > MAX_BUDGET_S:
+        raise UsageError(f"--budget {text[:40]!r}: more than a week ({MAX_BUDGET_S} s)", hint="e.g. --budget 1h")
+    return seconds
 
 
 @click.group("tune")
@@ -33,10 +47,10 @@ def tune_group() -> None:
 @click.option("--collective", default="sendrecv", show_default=True, help="nccl-tests collective to tune.")
 @click.option("--size", default="1G", show_default=True, help="Message size (capped by free memory).")
 @click.option("--budget", default="10m", show_default=True, help="Time for the search (s, m or h).")
-@click.option("--repeats", type=click.IntRange(2, 20), default=3, show_default=True,
+@click.option("--repeats", type=Count(2, 20), default=3, show_default=True,
               help="Runs of each finalist (the defaults get at least 5).")  # fmt: skip
-@click.option("--iters", type=click.IntRange(1, 10000), default=10, show_default=True, help="nccl-tests -n per run.")
-@click.option("--interval", type=click.FloatRange(0.1, 10), default=0.5, show_default=True,
+@click.option("--iters", type=Count(1, 10000), default=10, show_default=True, help="nccl-tests -n per run.")
+@click.option("--interval", type=Seconds(10, low=0.1), default=0.5, show_default=True,
               help="Seconds between counter samples during the confirming rung.")  # fmt: skip
 @click.option("--env", "env", multiple=True, metavar="NAME[=VALUE]",
               help="An environment variable for every run, defaults included. Repeatable.")  # fmt: skip
@@ -53,7 +67,7 @@ def tune_group() -> None:
 def tune_nccl_cmd(
     ctx: Ctx, /, cluster_file: Path | None, hosts: str | None, user: str | None, collective: str, size: str,
     budget: str, repeats: int, iters: int, interval: float, env: tuple[str, ...], save: bool, no_live: bool,
-    halves: bool, wait_lock: bool, runs_dir: Path, json_mode: bool,
+    halves: bool, wait_lock: bool, wait_limit_s: float, runs_dir: Path, json_mode: bool,
 ) -> ExitStatus:  # fmt: skip
     """Find the NCCL settings that fill the wire. Runs nccl-tests at one message size: a warm-up, the defaults
     several times (their spread is the noise), then the settings that matter for the transport NCCL used (sockets:
@@ -87,7 +101,7 @@ def tune_nccl_cmd(
     def said(text: str) -> None:
         out.message(f"wirespeed: {text}")
 
-    with remote.owned(), cluster_lock(remote, "tune nccl", wait=wait_lock, say=said):
+    with remote.owned(), cluster_lock(remote, "tune nccl", wait=wait_lock, say=said, wait_s=wait_limit_s):
         found = discover.discover_live(remote, probe=False)
         for reason in found.errors.values():
             said(reason)
@@ -146,5 +160,7 @@ def _save(out: Output, source: str, best: tuple[tuple[str, str], ...]) -> None:
     if not path.is_file():
         out.message(f"wirespeed: no cluster file to save into ({source}): use the export lines above")
         return
-    path.write_text(with_nccl_env(path.read_text(), best, source))
+    from wirespeed.adapters import files
+
+    files.write_atomic(path, with_nccl_env(path.read_text(), best, source))  # renamed into place, never through a link
     out.message(f"wirespeed: wrote [nccl.env] {' '.join(f'{k}={v}' for k, v in best)} into {path}")

@@ -7,15 +7,17 @@ from pathlib import Path
 import click
 
 from wirespeed.cli.bench import live_flags, live_view
-from wirespeed.cli.common import CONTEXT, Ctx, FiniteRange, cluster_options, json_option, pass_ctx, resolve_remote
+from wirespeed.cli.common import PASS_THROUGH, Ctx, Seconds, cluster_options, json_option, pass_ctx, resolve_remote
 from wirespeed.core.errors import ExitStatus, UsageError
 
+MAX_WATCH_S = 7 * 86400  # a week: a watch meant to run longer is a service, not a command
 
-@click.command("watch", context_settings={**CONTEXT, "ignore_unknown_options": True})
+
+@click.command("watch", context_settings=PASS_THROUGH)
 @cluster_options
 @click.option(
     "--interval",
-    type=FiniteRange(0, 60, min_open=True),
+    type=Seconds(60),
     default=0.5,
     show_default=True,
     help="Seconds between samples.",
@@ -23,9 +25,9 @@ from wirespeed.core.errors import ExitStatus, UsageError
 @click.option(
     "--duration",
     "duration_s",
-    type=click.FloatRange(0, None, min_open=True),
+    type=Seconds(MAX_WATCH_S),
     default=None,
-    help="Stop after this many seconds.",
+    help="Stop after this many seconds (at most a week).",
 )
 @click.option("--once", is_flag=True, help="One interval on every node, then stop (with --json: for scripts).")
 @click.option("--record", type=click.Path(path_type=Path), default=None, help="Append every sample as JSON lines.")
@@ -84,6 +86,8 @@ def watch_cmd(
         )  # fmt: skip
     for node, reason in sorted(result.ended.items()):
         out.message(f"wirespeed: {node}: {reason}")
+    for node in result.silent:
+        out.message(f"wirespeed: {node}: no reading came from it (its sampler did not answer)")
     if json_mode:
         out.data(
             {
@@ -103,4 +107,6 @@ def watch_cmd(
     if result.run_returncode:
         out.message(f"wirespeed: {command[0]} exited with status {result.run_returncode}")
     failed = (bool(result.ended) and not result.interrupted) or (result.run_returncode or 0) != 0
+    if found.errors or result.silent:  # a node that could not be read: what is shown is not the whole cluster
+        return ExitStatus.NOT_MEASURED
     return ExitStatus.FINDING if failed else ExitStatus.OK

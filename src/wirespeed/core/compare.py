@@ -4,21 +4,25 @@ threshold. Pure: it reads two `Run` records.
 What is compared: each rung's figures (Gb/s per direction, busbw per message size, latency p50/p99, where lower
 is better), each matrix cell (sender -> receiver) and each half of a matrix (the median of its flows, sending and
 receiving: where a degraded cable shows), and the figures of an imported file only when both runs hold the same
-file. A figure that was measured before and not now counts as worse.
+file. A figure that was measured before and not now counts as worse. A figure of a damaged record (one holding a
+number no measurement can have: `decode.Damaged`) is never compared: its row says `damaged`, with no value.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from wirespeed.core import imported
+from wirespeed.core.figures import MAX_BUS_GBPS
 from wirespeed.core.matrix import MatrixResult
 from wirespeed.core.results import RungResult, RungStatus
 from wirespeed.core.run import Run, imported_names
 
 ABSENT = "absent"
+DAMAGED = "damaged"  # the status of a figure whose record is damaged: neither shown nor compared
 
 
 @dataclass(frozen=True)
@@ -41,13 +45,22 @@ class Change:
     higher_is_better: bool = True
 
     @property
+    def damaged(self) -> bool:
+        return DAMAGED in (self.status_before, self.status_after)
+
+    @property
     def percent(self) -> float | None:
+        if self.damaged:
+            return None
         if self.before is None or self.after is None or self.before == 0:
             return None
         return 100.0 * (self.after - self.before) / self.before
 
     def worse(self, threshold_pct: float) -> bool:
-        """Lower by more than the threshold (higher, for a latency), or measured before and not now."""
+        """Lower by more than the threshold (higher, for a latency), or measured before and not now; never where
+        either side is damaged (not a figure to compare: `compare` says so and exits non-zero)."""
+        if self.damaged:
+            return False
         if self.status_before == RungStatus.RAN and self.status_after != RungStatus.RAN:
             return True
         if self.before is not None and self.after is None:
@@ -104,8 +117,10 @@ def run_figures(run: Run, imports: Sequence[str]) -> list[Figure]:
     found += [f for matrix in run.matrices for f in matrix_figures(matrix)]
     for item in run.imported:
         if item.name in imports:
-            found += [Figure(f"imported {item.name}", measure, value, RungStatus.RAN.value)
-                      for measure, value in imported.figures(item.data).items()]  # fmt: skip
+            for measure, value in imported.figures(item.data).items():
+                ok = math.isfinite(value) and 0 <= value <= MAX_BUS_GBPS  # Gb/s or GB/s: beyond it is damage
+                found.append(Figure(f"imported {item.name}", measure, value if ok else None,
+                                    RungStatus.RAN.value if ok else DAMAGED))  # fmt: skip
     return found
 
 
@@ -121,14 +136,32 @@ def compare_runs(before: Run, after: Run) -> list[Change]:
         a, b = first.get(key), second.get(key)
         subject, measure = key
         known = a if a is not None else b
+        status_a = a.status if a else statuses_a.get(subject, ABSENT)
+        status_b = b.status if b else statuses_b.get(subject, ABSENT)
+        damaged_a, damaged_b = damaged_subject(before, subject), damaged_subject(after, subject)
+        if damaged_a or damaged_b:  # never set beside the other run's figure
+            changes.append(Change(subject, measure, None, None, DAMAGED if damaged_a else status_a,
+                                  DAMAGED if damaged_b else status_b))  # fmt: skip
+            continue
         changes.append(
             Change(
-                subject, measure, a.value if a else None, b.value if b else None,
-                a.status if a else statuses_a.get(subject, ABSENT), b.status if b else statuses_b.get(subject, ABSENT),
+                subject, measure, a.value if a else None, b.value if b else None, status_a, status_b,
                 known.higher_is_better if known is not None else True,
             )
         )  # fmt: skip
+    # A record damaged in either run, with no figure of the other run to set beside it: one row that says so.
+    shown = {c.subject for c in changes}
+    for record in [*before.damaged, *(d for d in after.damaged if d.label not in {x.label for x in before.damaged})]:
+        if not any(record.covers(subject) for subject in shown):
+            changes.append(Change(record.label, "record", None, None,
+                                  DAMAGED if damaged_subject(before, record.label) else ABSENT,
+                                  DAMAGED if damaged_subject(after, record.label) else ABSENT))  # fmt: skip
     return changes
+
+
+def damaged_subject(run: Run, subject: str) -> bool:
+    """Whether a figure of `subject` in `run` comes from a damaged record."""
+    return any(record.covers(subject) for record in run.damaged)
 
 
 def _statuses(run: Run) -> dict[str, str]:

@@ -57,6 +57,24 @@ class PciFunction:
 
 
 @dataclass(frozen=True)
+class PciRootPort:
+    """A PCIe root port (a bridge straight below a host bridge) and the link it trained. On a DGX Spark the ConnectX-7
+    halves sit below 0000:00:00.0 and 0002:00:00.0; a port that trained 2.5 GT/s of 32 with nothing below it is
+    the field's "CX-7 gone after boot" signature (forum threads 363193, 362667)."""
+
+    bdf: str  # 0000:00:00.0
+    current_speed_gts: float | Unknown
+    current_width: int | Unknown
+    max_speed_gts: float | Unknown
+    max_width: int | Unknown
+    downstream: tuple[str, ...] = ()  # the PCI functions enumerated below it (BDFs); empty: nothing there
+
+    @property
+    def domain(self) -> str:
+        return self.bdf.split(":")[0]
+
+
+@dataclass(frozen=True)
 class Netdev:
     name: str
     operstate: str | Unknown
@@ -137,6 +155,19 @@ class Tool:
     library_path: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class PendingFix:
+    """A `fix` journal on the node that is not resolved: applied and waiting for its confirmation, or left so by a
+    rollback timer that died (a reboot, a kill): its changes stay until something restores them."""
+
+    token: str
+    kind: str
+    state: str
+    created_utc: str
+    timer_alive: bool
+    overdue_s: float | None  # seconds past its deadline (negative: still ahead); None: no deadline yet
+
+
 NEEDS_ROOT = "not read: needs root (--become)"  # how an unprivileged read is named, in facts and in the checks
 
 
@@ -189,6 +220,24 @@ class NodeFacts:
     home: str | Unknown = field(default_factory=lambda: Unknown("not read"))
     job_files: dict[str, str] = field(default_factory=dict)
     job_file_errors: dict[str, str] = field(default_factory=dict)
+    # The node's `fix` journals that are not resolved (root's to read).
+    pending_fixes: tuple[PendingFix, ...] | Unknown = field(default_factory=lambda: Unknown("not read"))
+    # Packages dpkg was asked about (`dpkg-query -W -f '${Status} ${Version}' NAME`): name -> "install ok installed
+    # 24.10-1.1.4" (dpkg's want, error flag and state, then the version); a name dpkg knows nothing of is absent.
+    packages: dict[str, str] | Unknown = field(default_factory=lambda: Unknown("not read"))
+    # The management interface's radio: whether it is wireless (/sys/class/net/IF/wireless or phy80211, or a `wl`
+    # name), its power saving as `iw dev IF get power_save` says it ("on"/"off"), and NetworkManager's connection on it.
+    management_wireless: bool | Unknown = field(default_factory=lambda: Unknown("not read"))
+    management_power_save: str | Unknown = field(default_factory=lambda: Unknown("not read"))
+    management_connection: str | Unknown = field(default_factory=lambda: Unknown("not read"))
+    # /sys/class/dmi/id (product_name, sys_vendor, board_name) as read; absent = unreadable. A DGX Spark reads
+    # NVIDIA / NVIDIA_DGX_Spark / P4242: the machine model says whether a ConnectX-7 should be there at all.
+    dmi: dict[str, str] = field(default_factory=dict)
+    # The PCIe root ports (found from sysfs, not by address) and their links.
+    root_ports: tuple[PciRootPort, ...] | Unknown = field(default_factory=lambda: Unknown("not read"))
+    # The previous boot's kernel messages of the NIC and its PCIe path (`journalctl -k -b -1`, kept only where
+    # journald stores the journal persistently), filtered as `kernel_messages` is.
+    kernel_messages_previous: tuple[str, ...] | Unknown = field(default_factory=lambda: Unknown("not read"))
 
     def netdev(self, name: str) -> Netdev | None:
         return next((n for n in self.netdevs if n.name == name), None)
@@ -277,5 +326,11 @@ def facts_from_json(data: dict[str, Any]) -> NodeFacts:
             "ports": lambda raw: tuple(build(PhysicalPort, p) for p in raw),
             "gpus": gpus,
             "tools": lambda raw: tuple(build(Tool, t) for t in raw),
+            "pending_fixes": lambda raw: (
+                _maybe(raw) if isinstance(raw, dict) else tuple(build(PendingFix, p) for p in raw)
+            ),
+            "root_ports": lambda raw: (
+                _maybe(raw) if isinstance(raw, dict) else tuple(build(PciRootPort, p) for p in raw)
+            ),
         },
     )

@@ -11,6 +11,8 @@ from typing import Any
 from wirespeed.core.parsers.ethtool import ERROR_COUNTERS
 from wirespeed.core.units import format_rate, format_size_bytes
 
+PASTED = ("nccl-info", "kernel-log", "lspci", "ip-addr", "ip-brief", "ethtool", "ethtool-fec", "nvidia-smi-topo")
+
 
 def _sizes(rows: list[dict[str, Any]]) -> str:
     first, last = format_size_bytes(rows[0]["size_bytes"]), format_size_bytes(rows[-1]["size_bytes"])
@@ -100,10 +102,94 @@ def _ethtool_rows(obj: Mapping[str, Any]) -> list[list[str]]:
     return [["counters", str(len(counters))], ["error counters above 0", ", ".join(errors) or "none"]]
 
 
+def _gid(gid: Mapping[str, Any]) -> str:
+    address = gid.get("address")
+    return f"{gid['device']} GID {gid['index']}" + (f" ({address})" if address else "")
+
+
+def _pasted_rows(kind: str, obj: Mapping[str, Any]) -> list[list[str]]:
+    """What one pasted output says, a row per host, interface, device or event: (subject, what it says)."""
+    if kind == "nccl-info":
+        rows = []
+        for host in obj["hosts"]:
+            gdr = host["gdr"]
+            parts = [
+                f"NCCL {host['nccl_version']}" if host["nccl_version"] else "",
+                host["transport"] or "",
+                ", ".join(host["hcas"] or host["socket_interfaces"]),
+                ", ".join(_gid(g) for g in host["gid_indices"]),
+                "" if gdr is None else f"GDR {int(gdr)}",
+                host.get("gdr_note") or "",
+                f"{host['channels']} channels" if host["channels"] else "",
+                ", ".join(f"{k}={v}" for k, v in host["environment"].items()),
+                f"{len(host['warnings'])} NCCL WARN" if host["warnings"] else "",
+            ]
+            rows.append([host["host"] or "-", "; ".join(p for p in parts if p) or "-"])
+        return rows
+    if kind == "kernel-log":
+        from wirespeed.core.parsers.kernel_log import kind_of
+
+        rows = []
+        for line in obj["lines"]:
+            event = kind_of(line["text"])
+            if event is not None:
+                when = f"{line['seconds']:.1f} s" if line["seconds"] is not None else line["clock"] or "-"
+                rows.append([when, f"{event}: {line['text']}"])
+        return rows or [["-", f"{len(obj['lines'])} kernel lines, no NIC hot-plug, probe or slot-power event"]]
+    if kind == "lspci":
+
+        def link(speed: float | None, width: int | None) -> str:
+            return f"{'?' if speed is None else f'{speed:g}'} GT/s x{'?' if width is None else width}"
+
+        return [
+            [d["bdf"] or "-", f"{d['name'] or d['device_class'] or 'PCI function'}: LnkSta "
+             f"{link(d['sta_speed_gts'], d['sta_width'])} of LnkCap {link(d['cap_speed_gts'], d['cap_width'])}"
+             + (" (downgraded)" if d["downgraded"] else "")]
+            for d in obj["devices"]
+        ]  # fmt: skip
+    if kind in ("ip-addr", "ip-brief"):
+        rows = []
+        for i in obj["interfaces"]:
+            carrier = {True: "carrier", False: "no carrier", None: ""}[i["carrier"]]
+            parts = [i["state"] or "-", f"mtu {i['mtu']}" if i.get("mtu") else "", carrier, *i["ipv4"], *i["ipv6"]]
+            rows.append([i["name"], " ".join(p for p in parts if p)])
+        return rows
+    if kind == "ethtool":
+        return [
+            [link["name"] or "-", (f"{link['speed_mbps']} Mb/s" if link["speed_mbps"] else "speed unknown") + ", link "
+             + {True: "detected", False: "not detected", None: "not shown"}[link["link_detected"]]
+             + (f" ({link['link_detail']})" if link["link_detail"] else "")]
+            for link in obj["links"]
+        ]  # fmt: skip
+    if kind == "ethtool-fec":
+        return [
+            [s["name"], f"active {' '.join(s['active']) or '?'}, configured {' '.join(s['configured']) or '?'}"
+             + "".join(f", {k} {v}" for k, v in s["statistics"].items())]
+            for s in obj["interfaces"]
+        ]  # fmt: skip
+    if kind == "nvidia-smi-topo":
+        rows = [[gpu, ", ".join(f"{obj['nics'].get(nic, nic)} {rel}" for nic, rel in obj["links"].get(gpu, {}).items()
+                                if nic != gpu) + (f"; CPUs {obj['cpu_affinity'][gpu]}" if gpu in obj["cpu_affinity"]
+                                                  else "")]
+                for gpu in obj["gpus"]]  # fmt: skip
+        return rows or [["-", "no GPU rows"]]
+    if kind == "ibdev2netdev":
+        return [[d["rdma_device"], f"port {d['port']} ==> {d['netdev']} ({d['state'] or '?'})"] for d in obj["devices"]]
+    return []
+
+
 def summary(obj: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     """A short table per imported file (its columns and rows): the figures a person looks for first, units in the
     text. `wirespeed import` prints it; the report shows it under the run's imported results."""
     tool = obj["tool"]
+    if tool == "paste":
+        return ["line", "output", "subject", "what it says"], [
+            [str(section["line"]), section["kind"], *row]
+            for section in obj["sections"]
+            for row in _pasted_rows(section["kind"], section)
+        ]
+    if tool in PASTED:
+        return ["subject", "what it says"], _pasted_rows(tool, obj)
     if tool in ("nccl-tests", "perftest", "iperf3", "ethtool-stats"):
         rows = {
             "nccl-tests": _nccl_rows,

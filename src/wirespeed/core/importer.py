@@ -18,8 +18,9 @@ from dataclasses import asdict
 from pathlib import PurePath
 from typing import Any
 
-from wirespeed.core import figures
-from wirespeed.core.parsers import ethtool, rdma_tools
+from wirespeed.core import figures, pastes
+from wirespeed.core.parsers import ethtool, nccl_info, rdma_tools
+from wirespeed.core.parsers.paste import split
 from wirespeed.core.tools import iperf3, nccl_tests, perftest
 
 FORMAT_VERSION = 1
@@ -30,8 +31,24 @@ TOO_LARGE_HINT = " for an import: a tool's output is kilobytes; cut out the run 
 # detect() reads the marks of a tool at the start of a file only: enough for any real output's header and first rows.
 DETECT_CHARS = 256 * 2**10
 # The `tool` values of the public format (detect() documents the order it tries them in).
-TOOLS = ("nccl-tests", "perftest", "iperf3", "ethtool-stats", "ibdev2netdev", "ibv_devinfo", "show_gids", "rdma-link")
-KNOWN_TOOLS = "nccl-tests, perftest, iperf3, ethtool -S, ibdev2netdev, ibv_devinfo, show_gids, rdma link"
+# What owners paste when asking for help (wirespeed.core.pastes), and `paste`: a file holding several outputs.
+PASTE_TOOLS = ("nccl-info", "kernel-log", "lspci", "ip-addr", "ip-brief", "ethtool", "ethtool-fec", "nvidia-smi-topo")
+TOOLS = (
+    "nccl-tests",
+    "perftest",
+    "iperf3",
+    "ethtool-stats",
+    "ibdev2netdev",
+    "ibv_devinfo",
+    "show_gids",
+    "rdma-link",
+    *PASTE_TOOLS,
+    "paste",
+)
+KNOWN_TOOLS = (
+    "nccl-tests, perftest, iperf3, ethtool -S, ibdev2netdev, ibv_devinfo, show_gids, rdma link, NCCL_DEBUG=INFO logs, "
+    "dmesg/journalctl -k, lspci -vv, ip addr, ip -br addr/link, ethtool IFACE, ethtool --show-fec, nvidia-smi topo -m"
+)
 
 _JSON_OPEN = re.compile(r"^[ \t]*\{", re.MULTILINE)
 # nccl-tests -J (src/util.cu): keys no other tool writes; a file cut early still has `args` naming the binary.
@@ -160,6 +177,7 @@ def _nccl(text: str) -> dict[str, Any]:
         "gdr": result.gdr,
         "nccl_version": result.nccl_version,
         "complete": result.complete,
+        "implausible": list(result.implausible),
     }
 
 
@@ -422,18 +440,44 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _pasted(text: str, file_name: str) -> dict[str, Any] | None:
+    """What owners paste (wirespeed.core.pastes): one output of a kind in PASTE_TOOLS, as that tool; several outputs
+    in one file (prompts, `$ ` lines) as `paste`, one section per output. Every line read past is in
+    `skipped_lines`, with why. None when the file holds none of these outputs."""
+    readings, between = pastes.read_text(text, file_name)
+    known = [r for r in readings if r.kind is not None]
+    if not known or (len(known) == 1 and known[0].kind == "ibdev2netdev"):
+        return None  # ibdev2netdev alone keeps its own object (above)
+    skipped = pastes.skipped_json([*between, *(s for r in readings for s in r.skipped)])
+    if len(known) == 1:
+        reading = known[0]
+        head = {"source_format": "text", "command": reading.command, "host": reading.host}
+        return {"tool": reading.kind, **head, **pastes.body(reading), "skipped_lines": skipped}
+    sections = [
+        {"line": r.first_line, "kind": r.kind, "command": r.command, "host": r.host, **pastes.body(r)} for r in known
+    ]
+    return {"tool": "paste", "source_format": "text", "sections": sections, "skipped_lines": skipped}
+
+
 def import_text(text: str, file_name: str) -> dict[str, Any]:
     """The public object (format_version 1) for one file's text; ValueError `line N: why` when it is no known tool's
     output, or is one but cut off or broken where it can be told."""
     if not text.strip():
         raise ValueError("line 1: the file is empty" if not text else "line 1: the file holds only blank lines")
     tool = detect(text)
+    if tool is None or (tool == "ibdev2netdev" and len(split(text).sections) > 1):
+        pasted = _pasted(text, file_name)
+        if pasted is not None:
+            return {"format_version": FORMAT_VERSION, "file": file_name, **_jsonable(pasted)}
     if tool is None:
         first = next(number for number, line in enumerate(text.splitlines(), start=1) if line.strip())
         raise ValueError(f"line {first}: not output of a known tool ({KNOWN_TOOLS})")
     try:
         body = _IMPORTERS[tool](text)
     except ValueError as exc:
+        pasted = _pasted(text, file_name) if tool == "nccl-tests" and nccl_info.looks_like(text) else None
+        if pasted is not None:  # an NCCL INFO log with nccl-tests' header but no result rows
+            return {"format_version": FORMAT_VERSION, "file": file_name, **_jsonable(pasted)}
         raise ValueError(_with_line(str(exc), text)) from None
     except RecursionError:
         raise ValueError(f"line 1: {tool} JSON nested too deeply to read") from None

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wirespeed.core.errors import InventoryError
+from wirespeed.core.nesting import Malformed, check_toml_depth
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 _NODE_NAME_RE = re.compile(r"^[A-Za-z0-9:][A-Za-z0-9._:-]{0,62}$")  # ':' for IPv6 literals from --hosts
@@ -121,12 +122,23 @@ def validate_node(node: Node, where: str) -> Node:
     return node
 
 
-def parse_cluster_toml(text: str, source: str) -> Cluster:
-    """Parse a cluster file; every error names `source` and, where it can, the line."""
+def loads_toml(text: str, source: str) -> dict[str, Any]:
+    """A cluster file's TOML, refused (InventoryError naming `source`) when it is not TOML or nests past
+    nesting.MAX_DEPTH (tomllib parses nested arrays by recursion: 5,000 deep is a RecursionError)."""
     try:
-        data = tomllib.loads(text)
+        check_toml_depth(text)
+        return tomllib.loads(text)
+    except Malformed as exc:
+        raise InventoryError(f"{source}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise InventoryError(f"{source}: not valid TOML: {exc}", hint="see `wirespeed --help` for the format") from None
+    except RecursionError:  # unreachable past the depth check; a last guard
+        raise InventoryError(f"{source}: nested too deeply to read") from None
+
+
+def parse_cluster_toml(text: str, source: str) -> Cluster:
+    """Parse a cluster file; every error names `source` and, where it can, the line."""
+    data = loads_toml(text, source)
     header = data.get("cluster", {})
     if not isinstance(header, dict):
         raise InventoryError(f"{source}: [cluster] must be a table")

@@ -9,10 +9,22 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from wirespeed.core.cabling import CablingMap
 from wirespeed.core.facts import PCIE_PAYLOAD_EFFICIENCY, NodeFacts
-from wirespeed.core.results import BITS_PER_BYTE, Ceiling, Direction, Flow, NotRunnable, RungResult, WireFigures
+from wirespeed.core.results import (
+    BITS_PER_BYTE,
+    Ceiling,
+    Direction,
+    End,
+    Flow,
+    NotRunnable,
+    RungResult,
+    RungStatus,
+    WireFigures,
+)
+from wirespeed.core.units import format_size_bytes
 
 WIRE_FRACTION = 0.90  # at or above this share of the line rate, the wire is the ceiling
 CPU_SATURATED = 90.0  # a core this busy limits a TCP flow
@@ -23,6 +35,11 @@ CONTENTION_FRACTION = 1.15
 IDLE_HALF_SHARE = 0.05  # a half that carried under this share of its node's busiest half was left idle
 IDLE_FABRIC_GBPS = 0.05  # the fabric of a node that carried less than this (TX+RX) saw none of the traffic
 CONTENTION_MIN_GBPS = 0.05  # and by at least this much, so that an idle half's noise never reads as a flow
+# NCCL's busbw x 8 under this share of what perftest carried per direction on the same halves in the same run: the
+# cables and the RDMA path are sound and NCCL is not (one owner: ib_write_bw 196 Gb/s, NCCL 24.2; a reboot: 187).
+NCCL_BELOW_RDMA = 0.5
+RDMA_BW_RUNG = "rdma-bw"
+SMALL_PEAK_BYTES = 64 << 20  # a peak below this message size says the sizes, not the links, held NCCL back
 
 
 def _ipv4(facts: NodeFacts, iface: str) -> str | None:
@@ -228,14 +245,83 @@ def socket_wire_evidence(
     return lines
 
 
+@dataclass(frozen=True)
+class RdmaReference:
+    """What the RDMA rung (perftest) of the same run carried per direction, Gb/s (10^9 bit/s), every half it measured
+    at once added (with --bidir, the smaller direction: both ran at once, as NCCL's do), and the halves and RDMA
+    devices it ran on: what an NCCL rung's busbw x 8 is held against."""
+
+    rung: str
+    per_direction_gbps: float
+    halves: tuple[End, ...]  # each forward flow's sender (node, interface)
+    devices: tuple[str, ...]  # the RDMA devices of those halves, where discovery knows them
+
+
+def rdma_reference(earlier: Sequence[RungResult], facts: Mapping[str, NodeFacts]) -> RdmaReference | None:
+    """The rdma-bw rung that ran before, in the same run (and phase), as the NCCL rung's reference; None without
+    one that finished with a figure."""
+    for result in earlier:
+        if result.rung != RDMA_BW_RUNG or result.status is not RungStatus.RAN:
+            continue
+        forward, reverse = result.forward_gbps, result.reverse_gbps
+        if not forward:
+            continue
+        halves = tuple(f.flow.source for f in result.flows if f.direction is Direction.FORWARD)
+        devices = sorted(
+            {
+                device.name
+                for node, iface in halves
+                if node in facts
+                for device in facts[node].rdma
+                if iface in device.netdevs
+            }
+        )
+        per_direction = min(forward, reverse) if reverse else forward
+        return RdmaReference(result.key, per_direction, halves, tuple(devices))
+    return None
+
+
+def _below_rdma(per_direction: float, figure: str, peak_bytes: int, ib_devices: Sequence[str],
+                rdma: RdmaReference) -> Ceiling | None:  # fmt: skip
+    """NCCL under half of what perftest carried per direction on the same halves: the `below-rdma` ceiling, with a
+    reboot first. Not judged when NCCL's HCAs do not include the halves perftest measured (other links)."""
+    used = {d.split(":")[0] for d in ib_devices}
+    if used and rdma.devices and not set(rdma.devices) <= used:
+        return None
+    if rdma.per_direction_gbps <= 0 or per_direction >= NCCL_BELOW_RDMA * rdma.per_direction_gbps:
+        return None
+    by_node: dict[str, list[str]] = {}
+    for node, iface in rdma.halves:
+        by_node.setdefault(node, []).append(iface)
+    halves = "; ".join(f"{node} {', '.join(ifaces)}" for node, ifaces in sorted(by_node.items()))
+    share = 100 * per_direction / rdma.per_direction_gbps
+    evidence = [
+        f"NCCL {per_direction:.1f} Gb/s per direction ({figure}) against {rdma.per_direction_gbps:.1f} Gb/s per "
+        f"direction from perftest ({rdma.rung}) on the same halves ({halves}) in this run: {share:.0f}%, under half",
+        "the cables and the RDMA path carry the rate, NCCL does not: reboot every node first, then measure again "
+        "(`wirespeed bench nccl`); one owner's NCCL ran at 24.2 Gb/s against ib_write_bw's 196 Gb/s after heavy "
+        "nmcli network reconfiguration, and at 187 Gb/s after a reboot",
+    ]
+    if peak_bytes < SMALL_PEAK_BYTES:
+        evidence.append(
+            f"the peak was at {format_size_bytes(peak_bytes)}: messages this small do not fill the links either; "
+            "measure up to 1 GiB (--max-size 1G)"
+        )
+    return Ceiling("below-rdma", tuple(evidence))
+
+
 def diagnose_collective(
     result: RungResult,
     rdma_devices: Sequence[str],
     fabric_interfaces: Sequence[str],
     line_rate_gbps: float | None,
+    rdma: RdmaReference | None = None,
 ) -> Ceiling:
     """The ceiling of an NCCL rung, first match wins: loss, fallback (the socket transport, or a network that is
-    not the fabric), half-port (NET/IB on fewer HCAs than the linked halves), wire, cpu."""
+    not the fabric), half-port (NET/IB on fewer HCAs than the linked halves), below-rdma (busbw x 8 under half of
+    what the RDMA rung carried per direction on the same halves: `rdma`), wire, cpu, gdr-off (GPUDirect RDMA off
+    on a discrete GPU, where nothing else explains the figure). A GPUDirect finding joins the evidence of the last
+    four."""
     c = result.collective
     peak = c.peak if c else None
     if c is None or peak is None:
@@ -274,11 +360,16 @@ def diagnose_collective(
             )
     if c.transport is not None and not c.transport.startswith("NET/"):
         return Ceiling("unknown", (f"no network in the path: ranks talked through {c.transport}; {figure}",))
+    gdr = (c.gdr_note,) if c.gdr_finding and c.gdr_note else ()
+    if rdma is not None and (below := _below_rdma(per_direction, figure, peak.size_bytes, c.ib_devices, rdma)):
+        return Ceiling(below.name, (*below.evidence, *gdr))
     if line_rate_gbps and per_direction >= WIRE_FRACTION * line_rate_gbps:
         return Ceiling("wire", (f"{figure}: {100 * per_direction / line_rate_gbps:.0f}% of {line_rate_gbps:g} Gb/s",))
     hot = {node: core for node, core in result.wire.busiest_core.items() if core[1] >= CPU_SATURATED}
     if hot:
         shown = ", ".join(f"{node} core {cpu} at {b:.0f}%" for node, (cpu, b) in sorted(hot.items()))
-        return Ceiling("cpu", (f"{shown}; {figure}",))
+        return Ceiling("cpu", (f"{shown}; {figure}", *gdr))
     line = f" of {line_rate_gbps:g} Gb/s" if line_rate_gbps else ""
+    if gdr:
+        return Ceiling("gdr-off", (f"{figure}{line}: below line rate with no saturated core and no errors", *gdr))
     return Ceiling("unknown", (f"{figure}{line}: below line rate with no saturated core and no errors",))

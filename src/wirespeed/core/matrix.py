@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wirespeed.core.decode import Fields, number
+from wirespeed.core.decode import Fields, Figures
 from wirespeed.core.results import SCHEMA_VERSION, FlowResult, RungStatus, check_version, choice
 
 OUTLIER_FRACTION = 0.75  # a cell or a half below this share of the median is flagged
@@ -223,7 +223,7 @@ class MatrixResult:
 
 def matrix_from_json(data: Any, where: str = "matrix") -> MatrixResult:
     """Read back `to_json` (what `matrix-<layer>.json` holds, schema 1 or 2); ValueError names the field."""
-    f = Fields(data, where)
+    f = Figures(data, where)
     check_version(f)
     return MatrixResult(
         layer=f.text("layer"),
@@ -275,11 +275,11 @@ def _two(parts: tuple[str, ...], where: str) -> tuple[str, str]:
 
 def _halves(cell: Fields) -> dict[str, float | None]:
     halves = cell.opt_obj("halves")
-    return {} if halves is None else {str(k): halves.opt_num(str(k)) for k in halves.data}
+    return {} if halves is None else {str(k): halves.opt_num(str(k), unit="gbps") for k in halves.data}
 
 
 def _seconds(f: Fields) -> tuple[float, ...]:
     values = f.raw("round_seconds") or []
     if not isinstance(values, list):
         raise ValueError(f"{f.where}: round_seconds: expected a list of numbers")
-    return tuple(number(v, f"{f.where}: round_seconds") for v in values)
+    return f.number_list("round_seconds")

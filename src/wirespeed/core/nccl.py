@@ -19,7 +19,10 @@ from typing import Any
 
 from wirespeed.core.cabling import CablingMap
 from wirespeed.core.facts import NodeFacts, Unknown
+from wirespeed.core.gdr import explain_hosts
+from wirespeed.core.gdr import used as gdr_used
 from wirespeed.core.mpi_failure import read_failure
+from wirespeed.core.parsers import nccl_info
 from wirespeed.core.parsers.ldd import default_directory
 from wirespeed.core.results import CollectiveSummary, NotRunnable, SizeFigures
 from wirespeed.core.tools import nccl_tests
@@ -289,7 +292,9 @@ def plan_nccl(
     return replace(plan, notes=(*plan.notes, note)) if note else plan
 
 
-RING_MIN_NCCL = (2, 30)
+# NCCL reads NCCL_IB_SUBNET_AWARE_ROUTING from 2.30.7 (NVIDIA/nccl tag v2.30.7-1, commit 5c1c4288 "Add subnet-aware
+# routing for DGX Spark multi-node ring connection", src/transport/net_ib/connect.cc); 2.30.3 and 2.30.4 lack it.
+RING_MIN_NCCL = (2, 30, 7)
 
 
 def _nccl_version(text: object) -> tuple[int, ...] | None:
@@ -301,7 +306,7 @@ def _nccl_version(text: object) -> tuple[int, ...] | None:
 def ring_settings(facts: Mapping[str, NodeFacts], nodes: Sequence[str], env: dict[str, str | None]) -> list[str]:
     """A ring of Sparks (spark-facts problem 9): each node reaches its two neighbours on different subnets, and no
     L2 path joins non-adjacent nodes, so NCCL must route by subnet and keep the NICs apart; rings of 4+ also need
-    the Ring algorithm. NCCL before 2.30 lacks subnet-aware routing (NVIDIA's 3-node ring used a patched branch)."""
+    the Ring algorithm. NCCL before 2.30.7 lacks subnet-aware routing (NVIDIA's 3-node ring used a patched branch)."""
     env["NCCL_IB_SUBNET_AWARE_ROUTING"] = "1"
     env["NCCL_IB_MERGE_NICS"] = "0"
     env["NCCL_NET_PLUGIN"] = "none"
@@ -318,7 +323,7 @@ def ring_settings(facts: Mapping[str, NodeFacts], nodes: Sequence[str], env: dic
             old.append(f"{node} {shown}")
     if old:
         notes.append(
-            f"NCCL below 2.30 on {', '.join(old)}: a ring needs NCCL >= 2.30 (or NVIDIA's dgxspark-3node-ring "
+            f"NCCL below 2.30.7 on {', '.join(old)}: a ring needs NCCL >= 2.30.7 (or NVIDIA's dgxspark-3node-ring "
             "branch) for subnet-aware routing; expect failures or TCP fallback until it is upgraded"
         )
     return notes
@@ -396,9 +401,10 @@ class NcclReading:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def read_run(collective: str, stdout: str, json_text: str | None) -> NcclReading:
+def read_run(collective: str, stdout: str, json_text: str | None, platform: str | None = None) -> NcclReading:
     """The rung's figures: rows and average from nccl-tests' JSON when it wrote one (the figure of record), else
-    from its table; transport, GPUDirect and the devices used from the INFO lines of stdout."""
+    from its table; transport, GPUDirect and the devices used from the INFO lines of stdout, and what GPUDirect's
+    state means on `platform` (wirespeed.core.gdr: UNIFIED for GB10, DISCRETE, None unknown)."""
     try:
         text = nccl_tests.parse_text(stdout)
     except ValueError as exc:  # no nccl-tests line at all: mpirun may have failed before it started a rank
@@ -410,6 +416,7 @@ def read_run(collective: str, stdout: str, json_text: str | None) -> NcclReading
             parsed, source = nccl_tests.parse_json(json_text), "json"
         except ValueError as exc:
             notes.append(f"nccl-tests JSON unreadable ({exc}); figures from its table")
+    notes += parsed.implausible  # figures no link carries, left out of the rows (one rank's in-place case)
     rows = tuple(
         SizeFigures(r.size_bytes, r.out_of_place.algbw_GBps, r.out_of_place.busbw_GBps, r.out_of_place.time_us)
         for r in parsed.rows
@@ -417,13 +424,21 @@ def read_run(collective: str, stdout: str, json_text: str | None) -> NcclReading
     wrong = sum((r.out_of_place.wrong or 0) + ((r.in_place.wrong or 0) if r.in_place else 0) for r in parsed.rows)
     if not rows:
         return NcclReading(None, _failure_line(stdout) or "nccl-tests printed no result rows", tuple(notes))
+    # The per-HCA verdicts, a plugin's claims and `GDR 0/1` on the rings, read by the paste parser of NCCL logs.
+    hosts = nccl_info.parse(stdout).hosts
+    verdict = explain_hosts(hosts, platform, text.gdr, text.transport)
+    gdr = text.gdr if text.gdr is not None else gdr_used(hosts)
+    if verdict is not None:
+        notes.append(verdict.line)
     summary = CollectiveSummary(
         collective=collective,
         ranks=parsed.ranks or text.ranks,
         rows=rows,
         avg_busbw_GBps=parsed.avg_busbw_GBps,
         transport=text.transport,
-        gdr=text.gdr,
+        gdr=gdr,
+        gdr_note=None if verdict is None else verdict.line,
+        gdr_finding=verdict is not None and verdict.finding,
         socket_interfaces=text.socket_interfaces,
         ib_devices=text.ib_devices,
         source=source,

@@ -122,11 +122,14 @@ def classify(
     destination: str,
     spawn_failed: str | None = None,
     via_srun: bool = False,
+    flood: str | None = None,
+    flood_hint: str | None = None,
 ) -> CommandResult:
     """Turn a finished process into a `CommandResult` with a one-line message naming the node.
 
     `spawn_failed` is the error when the local program (ssh itself, or the command for a local node) could
-    not be started at all.
+    not be started at all; `flood` what it did when it was stopped for writing past its budget ("the agent wrote
+    more than 64 MiB to stdout").
     """
     program = argv[0] if argv else "?"
 
@@ -139,6 +142,8 @@ def classify(
         if via_srun:
             return result(Status.NOT_FOUND, f"cannot start srun: {spawn_failed}", "install slurm-client")
         return result(Status.NOT_FOUND, f"command not found: {program}", f"install {program} on {node}")
+    if flood is not None:
+        return result(Status.FAILED, f"{flood}; stopped", flood_hint)
     if timed_out:
         return result(
             Status.TIMED_OUT,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from wirespeed.core.decode import Fields
+from wirespeed.core.decode import Fields, Figures
 
 SCHEMA_VERSION = 2
 End = tuple[str, str]  # (node, interface)
@@ -270,6 +270,9 @@ class CollectiveSummary:
     wrong: int = 0  # elements nccl-tests found wrong (data corruption)
     complete: bool = True
     nccl_version: str | None = None
+    # What GPUDirect RDMA's state means on this platform (wirespeed.core.gdr), and whether it is a finding to fix.
+    gdr_note: str | None = None
+    gdr_finding: bool = False
 
     @property
     def peak(self) -> SizeFigures | None:
@@ -287,6 +290,8 @@ class CollectiveSummary:
             "ranks": self.ranks,
             "transport": self.transport,
             "gdr": self.gdr,
+            "gdr_note": self.gdr_note,
+            "gdr_finding": self.gdr_finding,
             "socket_interfaces": list(self.socket_interfaces),
             "ib_devices": list(self.ib_devices),
             "figures_from": self.source,
@@ -301,6 +306,8 @@ class CollectiveSummary:
 
     @staticmethod
     def from_json(data: Fields) -> CollectiveSummary:
+        data.opt_num("peak_busbw_GBps")  # derived from the rows, but a file that lies is not read
+        data.opt_whole("peak_at_bytes")
         return CollectiveSummary(
             collective=data.text("collective"),
             ranks=data.opt_whole("ranks"),
@@ -308,6 +315,8 @@ class CollectiveSummary:
             avg_busbw_GBps=data.opt_num("avg_busbw_GBps"),
             transport=data.opt_text("transport"),
             gdr=data.opt_flag("gdr"),
+            gdr_note=data.opt_text("gdr_note"),
+            gdr_finding=data.flag("gdr_finding", False),
             socket_interfaces=data.texts("socket_interfaces"),
             ib_devices=data.texts("ib_devices"),
             source=data.opt_text("figures_from") or "json",
@@ -352,7 +361,8 @@ class Latency:
 
 @dataclass(frozen=True)
 class Ceiling:
-    name: str  # wire, cpu, single-flow, half-port, degraded, loss, contention, defaults, fallback, unknown
+    # wire, cpu, single-flow, half-port, degraded, loss, contention, defaults, fallback, below-rdma, gdr-off, unknown
+    name: str
     evidence: tuple[str, ...]
 
     def to_json(self) -> dict[str, Any]:
@@ -444,7 +454,7 @@ class RungResult:
     @staticmethod
     def from_json(data: Any, where: str) -> RungResult:
         """A rung record from its JSON (schema 1 or 2); ValueError names the file and the field that is wrong."""
-        fields = Fields(data, where)
+        fields = Figures(data, where)  # every number checked against its unit: a damaged figure is `Damaged`
         check_version(fields)
         for derived in ("forward_gbps", "reverse_gbps", "full_duplex_gbps", "p50_us", "p99_us"):
             fields.opt_num(derived)  # recomputed from the flows and latencies, but a file that lies is not read

@@ -23,9 +23,12 @@ from typing import Any
 from wirespeed.core.errors import InventoryError
 
 KINDS = ("routeros",)
+# `/interface ethernet` `speed` link modes of 10G and up, spelled as MikroTik's Ethernet manual lists them (RouterOS
+# 7.12+; the `supported` list of `monitor` holds the 200G and 400G ones); `monitor` reports the rate as `200Gbps`.
 SPEEDS = (
-    "10G-baseSR-LR", "25G-baseSR-LR", "40G-baseSR4-LR4", "50G-baseCR", "100G-baseCR4", "100G-baseCR2",
-    "100G-baseSR4-LR4", "200G-baseCR4", "200G-baseSR4-LR4", "400G-baseCR8", "400G-baseSR8-LR8",
+    "10G-baseT", "10G-baseSR-LR", "10G-baseCR", "25G-baseSR-LR", "25G-baseCR", "40G-baseSR4-LR4", "40G-baseCR4",
+    "50G-baseSR2-LR2", "50G-baseCR2", "50G-baseSR-LR", "50G-baseCR", "100G-baseSR4-LR4", "100G-baseCR4",
+    "100G-baseSR2-LR2", "100G-baseCR2", "200G-baseSR4-LR4", "200G-baseCR4", "400G-baseSR8-LR8", "400G-baseCR8",
 )  # fmt: skip
 FEC_MODES = ("auto", "fec74", "fec91", "off")
 L2MTU_HEADROOM = 216  # 9000 -> 9216, what the CRS804 field plan used: room for VLAN/QinQ tags

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from wirespeed.core.decode import Fields
+from wirespeed.core.decode import Damaged, Fields, Figures
 from wirespeed.core.matrix import MatrixResult
 from wirespeed.core.results import SCHEMA_VERSION, RungResult, RungStatus, check_version, choice
 from wirespeed.core.tune import TuneResult
@@ -42,6 +42,7 @@ class StepStatus(StrEnum):
     SKIPPED = "skipped"  # nothing to do, or not asked for (--no-fix): `detail` says which
     FAILED = "failed"
     STOPPED = "stopped"  # the run stopped here: `detail` says why and what to do by hand
+    INTERRUPTED = "interrupted"  # cut by a signal while it ran: `detail` says what it had done
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,20 @@ class Step:
     @staticmethod
     def from_json(data: Fields) -> Step:
         return Step(data.text("name"), choice(data, "status", StepStatus), data.opt_text("detail") or "",
-                    data.opt_num("duration_s"))  # fmt: skip
+                    Figures(data.data, data.where).opt_num("duration_s"))  # fmt: skip
+
+
+def _steps(f: Fields, damaged: list[str]) -> tuple[Step, ...]:
+    """The steps of a run; one whose duration no step can have (negative, NaN, a month or more) is kept without
+    it, and named in `damaged`."""
+    steps: list[Step] = []
+    for item in f.objects("steps"):
+        try:
+            steps.append(Step.from_json(item))
+        except Damaged as exc:
+            damaged.append(str(exc))
+            steps.append(Step(item.text("name"), choice(item, "status", StepStatus), item.opt_text("detail") or ""))
+    return tuple(steps)
 
 
 @dataclass(frozen=True)
@@ -82,6 +96,7 @@ class RunRecord:
     phases: tuple[str, ...] = ()  # folders of rung records measured at different times (`before`, `after`)
     steps: tuple[Step, ...] = ()  # a multi-step run's steps as they ended
     schema_version: int = SCHEMA_VERSION
+    damaged: tuple[str, ...] = ()  # read back: one line per figure of run.json no run can have (left out)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -109,6 +124,8 @@ class RunRecord:
         version = check_version(f)
         cluster = f.obj("cluster")
         options = f.opt_obj("options")
+        damaged: list[str] = []
+        steps = _steps(f, damaged)
         return RunRecord(
             wirespeed_version=f.text("wirespeed_version"),
             command=f.texts("command"),
@@ -124,8 +141,9 @@ class RunRecord:
             host=f.opt_text("host") or "",
             pid=f.opt_whole("pid"),
             phases=f.texts("phases"),
-            steps=tuple(Step.from_json(s) for s in f.objects("steps")),
+            steps=steps,
             schema_version=version,
+            damaged=tuple(damaged),
         )
 
 
@@ -135,6 +153,25 @@ class ImportedFile:
 
     name: str  # under the run's imported/
     data: Mapping[str, Any]  # the import object (docs/import-format.md)
+
+
+@dataclass(frozen=True)
+class DamagedRecord:
+    """A record of a run holding a figure no measurement can have (`decode.Damaged`): never shown or compared as a
+    figure, named wherever the rung would be."""
+
+    key: str  # where it lives in its run, as `planned` names it: `tcp-single`, `before/tcp-single`, `matrix-tcp`
+    reason: str  # one line: the file, the field and the value
+
+    @property
+    def label(self) -> str:
+        """The rung as views name it (`RungResult.label`): `tcp-single (before)`."""
+        phase, _, rung = self.key.rpartition("/")
+        return f"{rung} ({phase})" if phase else rung
+
+    def covers(self, subject: str) -> bool:
+        """Whether a figure of `compare` (`tcp-single (before)`, `matrix-tcp a -> b`) comes from this record."""
+        return subject == self.label or (self.label.startswith("matrix-") and subject.startswith(self.label + " "))
 
 
 @dataclass(frozen=True)
@@ -150,6 +187,7 @@ class Run:
     problems: tuple[str, ...] = ()
     nodes: tuple[str, ...] = ()
     process_gone: bool = False  # the record says running, but no such process runs on this host
+    damaged: tuple[DamagedRecord, ...] = ()  # records read, but holding a figure no measurement can have
 
     @property
     def status(self) -> RunStatus:
@@ -176,6 +214,7 @@ class Run:
     def not_reached(self) -> tuple[str, ...]:
         """Rungs the run planned and never wrote: what an interrupted run did not measure."""
         written = {r.key for r in self.rungs} | {f"matrix-{m.layer}" for m in self.matrices}
+        written |= {d.key for d in self.damaged}
         return tuple(name for name in (self.record.planned if self.record else ()) if name not in written)
 
     def rung(self, name: str, phase: str | None = None) -> RungResult | None:
@@ -269,6 +308,8 @@ def headline(run: Run, check_counts: Mapping[str, int] | None = None) -> str:
     counts: dict[str, int] = {}
     for rung in run.rungs:
         counts[rung.status.value] = counts.get(rung.status.value, 0) + 1
+    if run.damaged:
+        counts["damaged"] = len(run.damaged)
     if counts:
         parts.append(", ".join(f"{n} {status}" for status, n in counts.items()))
     if not run.finished:

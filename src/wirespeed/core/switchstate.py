@@ -14,7 +14,10 @@ from typing import Any
 
 from wirespeed.core.routeros import L2MTU_MIN_OVERHEAD, PlanOptions, SwitchConfig, rate_gbps
 
-COUNTERS = ("rx-fcs-error", "rx-too-long", "tx-drop-packet", "rs-fec-uncorrected")
+# `/interface/ethernet/print stats` names, as MikroTik's Ethernet manual (Stats) lists them: `tx-drop` counts frames
+# dropped for a full output queue (there is no `tx-drop-packet`), `rs-fec-uncorrected` the RS-FEC codewords it could
+# not correct (fec91 only).
+COUNTERS = ("rx-fcs-error", "rx-too-long", "tx-drop", "rs-fec-uncorrected")
 LINK_PROPS = ("auto-negotiation", "speed", "fec-mode")
 
 
@@ -24,7 +27,7 @@ class SwitchReplyError(ValueError):
 
 @dataclass(frozen=True)
 class SwitchPort:
-    """One fabric port: its settings (`/interface/ethernet`), its link (`monitor once`), counters, bridge."""
+    """One fabric port: its settings (`/interface/ethernet`), its link (`monitor` with `once`), counters, bridge."""
 
     id: str  # `.id`, e.g. `*1`: what PATCH takes
     name: str
@@ -157,11 +160,16 @@ def parse_state(
     return SwitchState(address, version, board, ports)
 
 
-def monitor_numbers(ethernet: Any, config: SwitchConfig) -> list[str]:
-    """The current names of the fabric ports (the cluster file may give default-names): what `monitor` takes."""
+def monitor_targets(ethernet: Any, config: SwitchConfig) -> list[tuple[str, str]]:
+    """(current name, node) of each fabric port the switch has (the cluster file may give default-names)."""
     names = {str(r.get("default-name") or r.get("name")): str(r.get("name")) for r in _records(ethernet, "ethernet")}
     current = set(names.values())
-    return [names.get(p, p) for _, p in wanted_ports(config) if p in names or p in current]
+    return [(names.get(p, p), node) for node, p in wanted_ports(config) if p in names or p in current]
+
+
+def monitor_numbers(ethernet: Any, config: SwitchConfig) -> list[str]:
+    """The current names of the fabric ports: what `monitor` takes."""
+    return [name for name, _ in monitor_targets(ethernet, config)]
 
 
 # ---------------------------------------------------------------------------------------------- what should change

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wirespeed.core.decode import Fields
+from wirespeed.core.decode import Fields, Figures
 from wirespeed.core.results import BITS_PER_BYTE, SCHEMA_VERSION, check_version
 
 Env = tuple[tuple[str, str], ...]
@@ -281,7 +281,7 @@ class TuneResult:
 
     @staticmethod
     def from_json(raw: Mapping[str, Any], where: str) -> TuneResult:
-        data = Fields(raw, where)
+        data = Figures(raw, where)
         check_version(data)
         if data.opt_text("kind") != "tune":
             raise ValueError(f"{where}: not a tune record")

@@ -3,10 +3,12 @@ and the timer that restores them unless the controller confirms are in `fixjourn
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 from typing import Any
 
+from wirespeed.adapters import files
 from wirespeed.adapters.configroot import system_path
 from wirespeed.adapters.process import run_process
 from wirespeed.core.fixplan import NETPLAN_DIR, Operation, undo_of
@@ -51,10 +53,10 @@ def _write_file(path: Path, content: str) -> None:
     """Atomically; netplan's files owner-only (netplan warns about files others can read), the others readable by
     everyone as /etc/sysctl.d's are (a user reading the node's settings must see them)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.wirespeed-tmp")
-    tmp.write_text(content)
-    tmp.chmod(0o600 if NETPLAN_DIR.rstrip("/") in str(path) else 0o644)
-    tmp.replace(path)
+    try:  # a new file renamed into place: never written through a link planted at the name
+        files.write_atomic(path, content, chmod=0o600 if NETPLAN_DIR.rstrip("/") in str(path) else 0o644)
+    except files.Unwritable as exc:
+        raise OSError(errno.EIO, exc.message) from None  # the operation's error, as every other OSError of it
 
 
 def apply_one(op: Operation) -> None:

@@ -146,12 +146,13 @@ def climb(
     indent: str = "",
 ) -> list[RungResult]:
     """The rungs preflight left: the skipped written first with their reason and fix (nothing ran for them), then
-    each runnable one in turn, each written the moment it ends. A rung that did not run is said in one line."""
+    each runnable one in turn, each written the moment it ends, each seeing the results before it (the NCCL rung
+    holds its busbw against the RDMA rung's). A rung that did not run is said in one line."""
     results = [write_rung(ctx, RungResult(name, RungStatus.SKIPPED, why.reason, why.fix)) for name, why in skipped]
     for index, rung in enumerate(runnable, start=1):
         if ctx.board is None:  # the live view says which rung runs
             say(f"{indent}{rung.name} ({index} of {len(runnable)}) ...")
-        result = run_rung(rung, ctx)
+        result = run_rung(rung, replace(ctx, earlier=tuple(results)))
         results.append(result)
         if result.status is not RungStatus.RAN:
             fix = f" (fix: {result.fix})" if result.fix else ""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import ipaddress
 import json
+import math
+import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -53,10 +55,15 @@ SWITCH_CHECKS = ("switch.ports", "mtu.path")
 
 
 def run_checks(
-    discovery: Discovery, ids: list[str], active: ActiveResults | None = None, switch: SwitchReading | None = None
+    discovery: Discovery,
+    ids: list[str],
+    active: ActiveResults | None = None,
+    switch: SwitchReading | None = None,
+    nccl_env: tuple[tuple[str, str], ...] = (),
 ) -> CheckRun:
+    """`nccl_env`: the cluster file's `[nccl.env]`, which wirespeed's own NCCL runs pass to every rank."""
     load_checks()
-    data = CheckInput(discovery.facts, discovery.cabling, active or ActiveResults(), switch)
+    data = CheckInput(discovery.facts, discovery.cabling, active or ActiveResults(), switch, cluster_nccl_env=nccl_env)
     results: list[CheckResult] = []
     errors = list(discovery.errors.values())
     if switch is not None and switch.error is not None:
@@ -127,6 +134,31 @@ def measure_ssh_mesh(remote: Remote, discovery: Discovery) -> dict[tuple[str, st
         return dict(pool.map(attempt, jobs))
 
 
+def measure_clocks(remote: Remote, discovery: Discovery) -> dict[str, tuple[float, float] | str]:
+    """Each node's wall clock against this controller's: `date +%s.%N` there, bracketed by two readings here.
+    Per node (offset in seconds, its uncertainty: half the round trip), or why it could not be read."""
+
+    def read(name: str) -> tuple[str, tuple[float, float] | str]:
+        before = time.time()
+        outcome = remote.run(remote.cluster.node(name), ["date", "+%s.%N"], timeout_s=20)
+        after = time.time()
+        if not outcome.ok:
+            return name, outcome.message
+        try:
+            there = float(outcome.stdout.strip().replace("N", "0"))  # a date without %N prints `N`
+        except ValueError:
+            return name, f"date printed {outcome.stdout.strip()[:40]!r}"
+        if not math.isfinite(there):
+            return name, f"date printed {outcome.stdout.strip()[:40]!r}"
+        return name, (there - (before + after) / 2, (after - before) / 2)
+
+    names = list(discovery.facts)
+    if not names:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(16, len(names))) as pool:
+        return dict(pool.map(read, names))
+
+
 GROWTH_WINDOW_S = 2.0
 
 
@@ -164,4 +196,5 @@ def measure_active(remote: Remote, discovery: Discovery, ids: list[str]) -> Acti
         ssh_mesh=measure_ssh_mesh(remote, discovery) if "ssh.mesh" in ids else None,
         counter_growth=measure_counter_growth(remote, discovery) if "nic.errors" in ids else None,
         growth_window_s=GROWTH_WINDOW_S,
+        clocks=measure_clocks(remote, discovery) if "clock.skew" in ids else None,
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from wirespeed.adapters import files
 from wirespeed.core.errors import InventoryError, UsageError
-from wirespeed.core.inventory import Cluster, parse_cluster_toml, parse_host_list
+from wirespeed.core.inventory import Cluster, loads_toml, parse_cluster_toml, parse_host_list
 from wirespeed.core.routeros import SwitchConfig, parse_switch_table
 from wirespeed.core.slurm import Launcher, SlurmChoice, allocation_from_env, choose_launch
 
@@ -112,12 +112,7 @@ def resolve_cluster(
 
 def load_switch(path: Path, cluster: Cluster) -> SwitchConfig | None:
     """The `[switch]` table of a cluster file, or None when it names no switch."""
-    import tomllib
-
-    try:
-        data = tomllib.loads(read_cluster_text(path))
-    except tomllib.TOMLDecodeError as exc:
-        raise InventoryError(f"{path}: cannot read the cluster file: {exc}") from None
+    data = loads_toml(read_cluster_text(path), str(path))
     table = data.get("switch")
     if table is None:
         return None

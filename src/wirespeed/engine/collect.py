@@ -22,16 +22,19 @@ from wirespeed.core.facts import (
     Netdev,
     NodeFacts,
     PciFunction,
+    PciRootPort,
+    PendingFix,
     RdmaDevice,
     RdmaPort,
     Tool,
     Unknown,
 )
 from wirespeed.core.fixplan import MANAGED_FILES, NETPLAN_DIR
-from wirespeed.core.parsers import ethtool, fatbin, jobconf, kernel_log
+from wirespeed.core.parsers import ethtool, fatbin, hoststate, jobconf, kernel_log, pcie_log
 from wirespeed.core.parsers import ldd as ldd_output
 from wirespeed.core.parsers import sysfs_values as sv
 from wirespeed.core.ports import group_ports
+from wirespeed.engine import fixjournal
 
 T = TypeVar("T")
 NET = "/sys/class/net"
@@ -89,6 +92,13 @@ def _listdir(source: NodeSource, path: str) -> list[str]:
         return []
 
 
+def _interfaces(source: NodeSource) -> list[str]:
+    """The net devices under /sys/class/net: each is a directory (a link to its device's `net/NAME`); a plain file
+    there is a class attribute, such as the bonding driver's `bonding_masters` (drivers/net/bonding/bond_sysfs.c,
+    `netdev_class_create_file_ns`), never an interface."""
+    return [name for name in _listdir(source, NET) if source.is_dir(f"{NET}/{name}")]
+
+
 def _command_unknown(name: str, result: Output, program: str) -> Unknown:
     if result.returncode is None:
         return Unknown(f"{name} was not recorded in this snapshot")
@@ -130,6 +140,52 @@ def _pci(source: NodeSource, bdf: str) -> PciFunction:
         max_speed_gts=_read(source, f"{base}/max_link_speed", sv.pcie_speed_gts, "PCIe max speed"),
         max_width=_read(source, f"{base}/max_link_width", int, "PCIe max width"),
     )
+
+
+PCI_DEVICES = "/sys/bus/pci/devices"
+_HOST_BRIDGE = re.compile(r"^pci[0-9a-f]{4}:[0-9a-f]{2}$")
+_BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+DMI = "/sys/class/dmi/id"
+DMI_FIELDS = ("sys_vendor", "product_name", "board_name")
+
+
+def _root_ports(source: NodeSource) -> tuple[PciRootPort, ...] | Unknown:
+    """Every PCIe root port: a PCI bridge (class 0x0604xx) whose parent in sysfs is a host bridge (pciDDDD:BB),
+    with its link (pci-sysfs.c: "32.0 GT/s PCIe" as drivers/pci/probe.c spells each speed) and what sits below."""
+    try:
+        names = source.listdir(PCI_DEVICES)
+    except OSError as exc:
+        return Unknown(f"{PCI_DEVICES}: {exc.strerror or exc}")
+    ports: list[PciRootPort] = []
+    for bdf in names:
+        base = f"{PCI_DEVICES}/{bdf}"
+        resolved = source.realpath(base)
+        if not _HOST_BRIDGE.match(os.path.basename(os.path.dirname(resolved))):
+            continue
+        pci_class = _read(source, f"{base}/class", _text, "PCI class")
+        if isinstance(pci_class, Unknown) or not pci_class.lower().startswith("0x0604"):
+            continue
+        ports.append(
+            PciRootPort(
+                bdf=bdf,
+                current_speed_gts=_read(source, f"{base}/current_link_speed", sv.pcie_speed_gts, "PCIe speed"),
+                current_width=_read(source, f"{base}/current_link_width", int, "PCIe width"),
+                max_speed_gts=_read(source, f"{base}/max_link_speed", sv.pcie_speed_gts, "PCIe max speed"),
+                max_width=_read(source, f"{base}/max_link_width", int, "PCIe max width"),
+                downstream=tuple(n for n in _listdir(source, resolved) if _BDF.match(n)),
+            )
+        )
+    return tuple(ports)
+
+
+def _dmi(source: NodeSource) -> dict[str, str]:
+    """The machine model from DMI (absent fields: unreadable, as on boards without SMBIOS)."""
+    found: dict[str, str] = {}
+    for name in DMI_FIELDS:
+        value = _read(source, f"{DMI}/{name}", _text, f"DMI {name}")
+        if not isinstance(value, Unknown):
+            found[name] = value.strip()
+    return found
 
 
 def _netdev(source: NodeSource, name: str, addresses: sv.IpAddresses | Unknown) -> Netdev:
@@ -407,7 +463,7 @@ def collect(source: NodeSource, node: str) -> NodeFacts:
     hostname = _read(source, "/proc/sys/kernel/hostname", _text, "host name")
     addr_out = source.output("ip_addr", lambda: run_command(["ip", "-j", "addr", "show"]))
     addresses = _parsed("ip_addr", addr_out, "ip -j addr", sv.ip_addr_json)
-    netdevs = [_netdev(source, name, addresses) for name in _listdir(source, NET)]
+    netdevs = [_netdev(source, name, addresses) for name in _interfaces(source)]
     v4 = {n.name: {a.split("/")[0] for a in n.ipv4} for n in netdevs}
     rdma, absent = _rdma(source, v4)
     for device in rdma:  # the netdev's own list can be empty (IPoIB child devices); trust the RDMA side too
@@ -457,7 +513,54 @@ def collect(source: NodeSource, node: str) -> NodeFacts:
         privileged=privileged,
         **_for_checks(source, [n.name for n in fabric], privileged),  # type: ignore[arg-type]
         **_config(source),  # type: ignore[arg-type]
+        **_management_radio(source, management),  # type: ignore[arg-type]
+        packages=_packages(source),
     )
+
+
+# Packages whose presence a check judges: mlnx-fw-updater flashes every Mellanox NIC it finds from its postinst, so
+# an unrelated `apt install` that pulls or upgrades it can change the CX-7's firmware (field problems 2026-11-26, 4).
+WATCHED_PACKAGES = ("mlnx-fw-updater",)
+
+
+def _packages(source: NodeSource) -> dict[str, str] | Unknown:
+    """dpkg's `${Status} ${Version}` for each watched package; a package dpkg knows nothing of is left out (it says
+    "no packages found matching NAME" on stderr and exits 1)."""
+    found: dict[str, str] = {}
+    for name in WATCHED_PACKAGES:
+        key, argv = f"dpkg_{name.replace('-', '_')}", ["dpkg-query", "-W", "-f", "${Status} ${Version}", name]
+        result = source.output(key, lambda a=argv: run_command(a))  # type: ignore[misc]
+        if result.ok and result.stdout.strip():
+            found[name] = result.stdout.strip()
+        elif result.returncode != 1:
+            return _command_unknown(key, result, "dpkg-query")
+    return found
+
+
+def _management_radio(source: NodeSource, management: str | Unknown) -> dict[str, object]:
+    """Whether the management interface is wireless, its power saving (iw) and its NetworkManager connection."""
+    if isinstance(management, Unknown):
+        return {}
+    base = f"{NET}/{management}"
+    wireless = (
+        source.exists(f"{base}/wireless") or source.exists(f"{base}/phy80211") or management.startswith("wl")
+    )  # cfg80211 links phy80211; systemd names WLAN interfaces wl*
+    if not wireless:
+        return {"management_wireless": False}
+    iw = source.output(
+        f"iw_power_save_{management}", lambda: run_command(["iw", "dev", management, "get", "power_save"])
+    )
+    power_save: str | Unknown = _parsed(f"iw_power_save_{management}", iw, "iw", hoststate.iw_power_save)
+    nmcli = source.output(
+        f"nmcli_connection_{management}",
+        lambda: run_command(["nmcli", "-g", "GENERAL.CONNECTION", "device", "show", management]),
+    )
+    connection: str | Unknown = (
+        (nmcli.stdout.strip() or Unknown("NetworkManager holds no connection on it"))
+        if nmcli.ok
+        else _command_unknown(f"nmcli_connection_{management}", nmcli, "nmcli")
+    )
+    return {"management_wireless": True, "management_power_save": power_save, "management_connection": connection}
 
 
 def _find_nccl() -> Output:
@@ -524,7 +627,17 @@ def _kernel_messages() -> Output:
     result = run_command(["dmesg"])
     if not result.ok:
         return result
-    lines = [line for line in result.stdout.splitlines() if kernel_log.wanted(line)]
+    lines = [line for line in result.stdout.splitlines() if kernel_log.wanted(line) or pcie_log.wanted(line)]
+    return Output(0, "\n".join(lines) + ("\n" if lines else ""))
+
+
+def _previous_kernel_messages() -> Output:
+    """The previous boot's kernel log, as journald kept it (only with persistent storage), filtered as dmesg is;
+    wall-clock stamps (short-iso), since the boot-relative ones of a finished boot say little."""
+    result = run_command(["journalctl", "-k", "-b", "-1", "-o", "short-iso", "--no-pager", "-q"])
+    if not result.ok:
+        return result
+    lines = [line for line in result.stdout.splitlines() if kernel_log.wanted(line) or pcie_log.wanted(line)]
     return Output(0, "\n".join(lines) + ("\n" if lines else ""))
 
 
@@ -595,6 +708,20 @@ def _kernel_log(source: NodeSource, privileged: bool | None) -> tuple[str, ...] 
     return _command_unknown("kernel_messages", kernel, "dmesg")
 
 
+def _previous_kernel_log(source: NodeSource, privileged: bool | None) -> tuple[str, ...] | Unknown:
+    """`journalctl -k -b -1`: a user outside the adm/systemd-journal groups reads nothing of the kernel's journal,
+    and an empty answer then says nothing, so only root's reading counts."""
+    if privileged is False:
+        return Unknown(f"previous boot's kernel log {NEEDS_ROOT}")
+    found = source.output("kernel_messages_previous", _previous_kernel_messages)
+    if found.ok:
+        return tuple(found.stdout.splitlines())
+    if found.returncode not in (None, NOT_INSTALLED):
+        return Unknown("no previous boot in the journal (journald keeps one only with persistent storage, "
+                       "/var/log/journal)")  # fmt: skip
+    return _command_unknown("kernel_messages_previous", found, "journalctl")
+
+
 def _firewall(source: NodeSource) -> dict[str, str]:
     found: dict[str, str] = {}
     for tool, argv in FIREWALL_COMMANDS.items():
@@ -602,6 +729,30 @@ def _firewall(source: NodeSource) -> dict[str, str]:
         if listing.ok:
             found[tool] = listing.stdout
     return found
+
+
+def _fix_journals() -> Output:
+    try:
+        return Output(0, json.dumps(fixjournal.pending()) + "\n")
+    except OSError:  # not root (the directory is 0700), or unreadable
+        return Output(1, "")
+
+
+def _pending_fixes(source: NodeSource, privileged: bool | None) -> tuple[PendingFix, ...] | Unknown:
+    """The node's unresolved fix journals; closed to a user (the journal directory is root's alone)."""
+    if privileged is False:
+        return Unknown(f"fix journals {NEEDS_ROOT}")
+    found = source.output("fix_journals", _fix_journals)
+    if not found.ok:
+        return Unknown(f"fix journals ({fixjournal.JOURNAL_DIR}) not read" if found.returncode is not None else
+                       "fix_journals was not recorded in this snapshot")  # fmt: skip
+    try:
+        return tuple(PendingFix(**{k: item[k] for k in PENDING_FIELDS}) for item in json.loads(found.stdout))
+    except (ValueError, TypeError, KeyError) as exc:
+        return Unknown(f"fix_journals: unreadable ({exc})")
+
+
+PENDING_FIELDS = ("token", "kind", "state", "created_utc", "timer_alive", "overdue_s")
 
 
 def collect_root_parts(source: NodeSource) -> dict[str, object]:
@@ -612,7 +763,9 @@ def collect_root_parts(source: NodeSource) -> dict[str, object]:
     return {
         "privileged": privileged,
         "kernel_messages": _kernel_log(source, privileged),
+        "kernel_messages_previous": _previous_kernel_log(source, privileged),
         "firewall": _firewall(source),
+        "pending_fixes": _pending_fixes(source, privileged),
         **_config(source),
     }
 
@@ -668,6 +821,10 @@ def _for_checks(source: NodeSource, fabric: list[str], privileged: bool | None) 
         "sysctls": _sysctls(source, fabric),
         "memlock_bytes": memlock_bytes,
         "kernel_messages": messages,
+        "kernel_messages_previous": _previous_kernel_log(source, privileged),
+        "dmi": _dmi(source),
+        "root_ports": _root_ports(source),
+        "pending_fixes": _pending_fixes(source, privileged),
         "environment": environment,
         "in_container": _in_container(source),
         "dev_infiniband": devices,

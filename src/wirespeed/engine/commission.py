@@ -107,16 +107,34 @@ class _Steps:
 
     def __init__(self, run_dir: RunDirectory, say: Callable[[str], None]) -> None:
         self.run_dir, self.say, self.number = run_dir, say, 0
+        self.open: tuple[str, float] | None = None  # the step begun and not yet ended
 
     def begin(self, name: str, doing: str) -> float:
         self.number += 1
         if doing:
             self.say(f"[{self.number}/{len(STEPS)}] {name}: {doing}")
-        return time.monotonic()
+        started = time.monotonic()
+        self.open = (name, started)
+        return started
 
     def end(self, name: str, started: float, status: StepStatus, detail: str) -> None:
+        self.open = None
         self.run_dir.step(Step(name, status, detail, time.monotonic() - started))
         self.say(f"[{self.number}/{len(STEPS)}] {name}: {status.value}{': ' + detail if detail else ''}")
+
+    def cut(self, exc: BaseException, detail: str = "") -> None:
+        """The step that was running when `exc` ended the run joins the record as cut: interrupted by a signal,
+        or failed with the error's first line."""
+        if self.open is None:
+            return
+        name, started = self.open
+        if isinstance(exc, KeyboardInterrupt):
+            status, why = StepStatus.INTERRUPTED, getattr(exc, "reason", None) or "interrupted (Ctrl-C)"
+        elif isinstance(exc, Stop):
+            status, why = StepStatus.STOPPED, exc.reason
+        else:
+            status, why = StepStatus.FAILED, (str(exc).splitlines() or [type(exc).__name__])[0]
+        self.end(name, started, status, f"{why}; {detail}" if detail else why)
 
 
 def _discover(remote: Remote, say: Callable[[str], None]) -> Discovery:
@@ -132,7 +150,7 @@ def _checks(remote: Remote, found: Discovery, say: Callable[[str], None]) -> Che
     ids = checking.select([], [])
     with ticking(say, still("checking: MTU pings across every link, ssh between every pair, error counters")):
         active = checking.measure_active(remote, found, ids)
-        run = checking.run_checks(found, ids, active)
+        run = checking.run_checks(found, ids, active, nccl_env=remote.cluster.nccl_env)
     for r in run.results:  # a check that could not read what it needs without root is named, never a quiet skip
         if NEEDS_ROOT in r.summary:
             say(f"    {r.id}: {r.summary}")
@@ -183,7 +201,11 @@ def commission(
         try:
             _run(remote, options, run_dir, steps, done, say, (confirm, confirm_setup), live)
         except Stop as stop:
+            steps.cut(stop)
             end.status, end.reason, done.stopped = RunStatus.FAILED, f"stopped: {stop.reason}", stop.todo
+        except BaseException as exc:
+            steps.cut(exc)
+            raise
     done.status, done.reason = end.status, end.reason
     return done
 
@@ -278,14 +300,28 @@ def _run(
         steps.end("fix", started, StepStatus.SKIPPED, "not applied (answered no): nothing changed")
         _skip_after(steps)
         return
-    with ticking(say, still("applying the changes, then confirming every node still answers")):
-        outcomes = fixing.apply_plan(remote, plan, rollback_s=options.rollback_s)
-    fixing.write_record(run_dir.path / "fix-record.json", outcomes)
-    run_dir.write_json("fix.json", {
-        "plan": {node: [op.to_json() for op in ops] for node, ops in plan.items()}, "notes": notes,
-        "nodes": {o.node: {"applied": o.applied, "error": o.error, "confirmed": o.confirmed,
-                           "rolled_back": o.rolled_back} for o in outcomes},
-    })  # fmt: skip
+    record = run_dir.path / "fix-record.json"
+    _write_fix(run_dir, plan, notes, [])  # the plan is kept before any node changes
+    applied: list[fixing.NodeOutcome] = []
+
+    def before_confirming(outcomes: list[fixing.NodeOutcome]) -> None:
+        """Every node applied: what each replaced is on disk (fsynced) before any node is confirmed."""
+        applied[:] = outcomes
+        fixing.write_record(record, outcomes, confirmed=False)
+        _write_fix(run_dir, plan, notes, outcomes)
+
+    try:
+        with ticking(say, still("applying the changes, then confirming every node still answers")):
+            outcomes = fixing.apply_plan(remote, plan, rollback_s=options.rollback_s, on_applied=before_confirming)
+    except BaseException as exc:  # the confirmations under way have ended: keep what the nodes were left with
+        if applied:
+            fixing.write_record(record, applied, confirmed=any(o.confirmed for o in applied))
+            _write_fix(run_dir, plan, notes, applied)
+        kept = sum(1 for o in applied if o.confirmed)
+        steps.cut(exc, f"{kept} node(s) confirmed their changes before it ended; fix-record.json has them")
+        raise
+    fixing.write_record(record, outcomes)
+    _write_fix(run_dir, plan, notes, outcomes)
     failures = [o.error for o in outcomes if o.error]
     failures += [f"{o.node}: {e['op']['target']}: {e['error']}" for o in outcomes for e in o.applied if not e["ok"]]
     failures += [f"{o.node}: {o.why or 'not reachable after the change: it restored the old values'}"
@@ -309,6 +345,46 @@ def _run(
     again = replace(ctx, discovery=found, run_dir=run_dir.phase_dir("after"), defaults=defaults_from_checks(after))
     measured = _measure(again, *preflight(again, chosen), say, live, "bench after")
     steps.end("bench after", started, StepStatus.DONE, measured)
+
+
+REPORT = "report.html"
+
+
+def write_report(done: Commission, render: Callable[[Path], str]) -> Path:
+    """The last step: the report page, from the run as it was recorded. A report that was not written (a signal,
+    a full disk) leaves the run `interrupted` or `failed` saying so, never `complete` without its report."""
+    run_dir, steps = done.run_dir, done.steps or _Steps(done.run_dir, lambda _: None)
+    started = steps.begin("report", "one page with every step and every rung")
+    try:
+        run_dir.write_text(REPORT, render(run_dir.path))
+    except KeyboardInterrupt as exc:
+        why = getattr(exc, "reason", None) or "interrupted (Ctrl-C)"
+        steps.cut(exc, f"{REPORT} not written")
+        run_dir.finish(RunStatus.INTERRUPTED, f"{why} in the report step: {REPORT} not written")
+        raise
+    except (OSError, WirespeedError) as exc:
+        why = exc.message if isinstance(exc, WirespeedError) else (exc.strerror or str(exc))
+        steps.cut(WirespeedError(f"{REPORT} not written: {why}"))
+        run_dir.finish(RunStatus.FAILED, f"the report step failed: {REPORT} not written: {why}")
+        raise WirespeedError(f"{run_dir.path / REPORT}: cannot write the report: {why}",
+                             hint="what was measured is kept in the run directory; `wirespeed report RUN` "
+                                  "writes the page again") from None  # fmt: skip
+    target = run_dir.path / REPORT
+    steps.end("report", started, StepStatus.DONE, str(target))
+    return target
+
+
+def _write_fix(
+    run_dir: RunDirectory,
+    plan: dict[str, list[Operation]],
+    notes: dict[str, list[str]],
+    outcomes: Sequence[fixing.NodeOutcome],
+) -> None:
+    run_dir.write_json("fix.json", {
+        "plan": {node: [op.to_json() for op in ops] for node, ops in plan.items()}, "notes": notes,
+        "nodes": {o.node: {"applied": o.applied, "error": o.error, "confirmed": o.confirmed,
+                           "rolled_back": o.rolled_back} for o in outcomes},
+    })  # fmt: skip
 
 
 def _skip_after(steps: _Steps) -> None:

@@ -6,13 +6,16 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import secrets
 import shutil
 import tarfile
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from wirespeed.adapters import files
 from wirespeed.adapters.source import SnapshotSource
 from wirespeed.adapters.source import archive as pack_snapshot
 from wirespeed.core.become import HOW
@@ -30,19 +33,27 @@ from wirespeed.engine.remote import Remote, ensure_agents
 
 PROBE_METHOD = "active probe (L2 broadcast on every fabric half)"
 ADDRESS_METHOD = "address plan (no active probe: interfaces on one subnet taken as linked)"
+MAX_PROBE_BYTES = 16 * 2**20  # probe.json is kilobytes
+
+
+FACTS_TIMEOUT_S = 40.0  # reading a node's facts takes seconds (nvidia-smi, the tools' versions): an agent silent
+# this long is not answering
 
 
 def _parse_json(text: str, what: str) -> dict[str, Any]:
+    if not text.strip():
+        raise WirespeedError(f"{what}: the agent answered nothing")
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise WirespeedError(f"{what}: the agent did not answer in JSON ({exc})") from None
+        seen = text.strip()[:60]
+        raise WirespeedError(f"{what}: the agent did not answer in JSON ({exc}): it said {seen!r}") from None
     if not isinstance(data, dict):
         raise WirespeedError(f"{what}: the agent answered something other than a JSON object")
     return data
 
 
-def gather_facts(remote: Remote, timeout_s: float = 90.0) -> tuple[dict[str, NodeFacts], dict[str, str]]:
+def gather_facts(remote: Remote, timeout_s: float = FACTS_TIMEOUT_S) -> tuple[dict[str, NodeFacts], dict[str, str]]:
     """Every node's facts as the user who logs in reads them; with --become, what only root may read (the kernel
     log, the firewall) read again through sudo and laid over them."""
     results = remote.run_all(lambda n: [*remote.agent_argv(n), "agent", "facts", "--node", n.name], timeout_s=timeout_s)
@@ -54,7 +65,9 @@ def gather_facts(remote: Remote, timeout_s: float = 90.0) -> tuple[dict[str, Nod
             continue
         try:
             facts[result.node] = facts_from_json(_parse_json(result.stdout, result.node))
-        except (WirespeedError, TypeError, KeyError) as exc:
+        except WirespeedError as exc:  # it names the node
+            errors[result.node] = str(exc)
+        except (TypeError, KeyError) as exc:
             errors[result.node] = f"{result.node}: {exc}"
     if remote.become is not None and facts:
         _as_root(remote, facts, errors, timeout_s)
@@ -110,7 +123,11 @@ def run_probe(
             closed = "needs root" in result.stderr and remote.become is None
             errors[result.node] = {"*": f"{result.node}: {NEEDS_ROOT}" if closed else result.message}
             continue
-        data = _parse_json(result.stdout, result.node)
+        try:
+            data = _parse_json(result.stdout, result.node)
+        except WirespeedError as exc:  # this node's probe cannot be read; the others' still count
+            errors[result.node] = {"*": str(exc)}
+            continue
         raw[result.node] = data.get("heard", [])
         if data.get("errors"):
             errors[result.node] = dict(data["errors"])
@@ -165,7 +182,28 @@ def snapshot_dirs(paths: list[Path], workdir: Path) -> list[Path]:
     return found
 
 
-def discover_snapshots(paths: list[Path]) -> Discovery:
+def _probe_heard(node: str, directory: Path) -> list[Heard]:
+    """What the node's probe heard, from probe.json in its snapshot: an object whose `heard` is a list of objects
+    naming the interfaces; WirespeedError naming the file otherwise (never read through a link leaving it)."""
+    probe_file = directory / "probe.json"
+    try:
+        data = files.load_json(probe_file, MAX_PROBE_BYTES, expect=dict, root=directory)
+    except files.Unreadable as exc:
+        raise WirespeedError(f"{probe_file}: {exc}", hint="take the snapshot again with `wirespeed snapshot`") from None
+    heard: list[Heard] = []
+    entries = data.get("heard", [])
+    for index, h in enumerate(entries if isinstance(entries, list) else [entries]):
+        names = ("rx_iface", "from_node", "from_iface")
+        if not isinstance(h, dict) or not all(isinstance(h.get(key), str) for key in names):
+            raise WirespeedError(f"{probe_file}: heard[{index}]: not an object naming rx_iface, from_node and "
+                                 "from_iface", hint="take the snapshot again with `wirespeed snapshot`")  # fmt: skip
+        mac = h.get("from_mac")
+        heard.append(Heard(node, h["rx_iface"], h["from_node"], h["from_iface"], mac if isinstance(mac, str) else None))
+    return heard
+
+
+def discover_snapshots(paths: list[Path], say: Callable[[str], None] | None = None) -> Discovery:
+    """Discovery read from snapshots; `say` hears one line per snapshot file not read (a link leaving it)."""
     with tempfile.TemporaryDirectory(prefix="wirespeed-snap-") as work:
         facts: dict[str, NodeFacts] = {}
         heard: list[Heard] = []
@@ -178,12 +216,13 @@ def discover_snapshots(paths: list[Path]) -> Discovery:
             if source.node in facts:
                 raise WirespeedError(f"{directory}: node {source.node!r} given twice")
             facts[source.node] = collect(source, source.node)
-            probe_file = directory / "probe.json"
-            if probe_file.is_file():
-                for h in json.loads(probe_file.read_text()).get("heard", []):
-                    heard.append(Heard(source.node, h["rx_iface"], h["from_node"], h["from_iface"], h.get("from_mac")))
+            if os.path.lexists(directory / "probe.json"):
+                heard += _probe_heard(source.node, directory)
             else:
                 probed = False
+            for line in source.refused:
+                if say is not None:
+                    say(line)
     if probed and len(facts) > 1:
         return Discovery(facts, build_map(facts, edges_from_probe(heard), PROBE_METHOD + ", recorded in the snapshot"))
     return Discovery(facts, build_map(facts, edges_from_addresses(facts), ADDRESS_METHOD))
@@ -206,16 +245,20 @@ def take_snapshots(
         data = _parse_json(result.stdout, result.node)
         blob = base64.b64decode(data["tar_gz_b64"])
         target = out / result.node
-        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as packed_node:
-            packed_node.extractall(out, filter="data")
+        try:  # the data filter refuses members (or links already in `out`) that would land outside it
+            with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as packed_node:
+                packed_node.extractall(out, filter="data")
+        except (OSError, tarfile.TarError) as exc:
+            raise WirespeedError(f"{target}: cannot write the snapshot: {exc}",
+                                 hint="-o an empty directory of your own") from None  # fmt: skip
         facts[result.node] = facts_from_json(data["facts"])
         written.append(target)
     if probe and len(facts) > 1:
         _, probe_errors, raw = run_probe(remote, facts)
         for node, heard in raw.items():
-            (out / node / "probe.json").write_text(
-                json.dumps({"heard": heard, "errors": probe_errors.get(node, {})}, indent=2)
-            )
+            files.write_atomic(out / node / "probe.json",
+                               json.dumps({"heard": heard, "errors": probe_errors.get(node, {})}, indent=2),
+                               root=out / node)  # fmt: skip
     if tar:
         packed = []
         for path in written:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wirespeed.adapters import files
 from wirespeed.adapters.ssh import SshTransport, Transport
 from wirespeed.core.become import HOW
 from wirespeed.core.checks.model import CheckInput
@@ -40,6 +41,8 @@ from wirespeed.engine import checks as checking
 from wirespeed.engine import discover
 from wirespeed.engine.fixjournal import APPLIED, CONFIRMED, REVERTED, ROLLEDBACK
 from wirespeed.engine.remote import Remote
+
+MAX_RECORD_BYTES = 16 * 2**20  # a fix record is kilobytes
 
 
 def default_record() -> Path:
@@ -57,6 +60,7 @@ class FixPlan:
     unprivileged: tuple[str, ...] = ()  # nodes whose agent did not run as root (no --become)
     sources: dict[str, str] = field(default_factory=dict)  # a revert: where each node's old values come from
     reverts: dict[str, str] = field(default_factory=dict)  # a revert: the journal (token) it undoes, per node
+    unread: tuple[str, ...] = ()  # nodes that could not be read: the plan leaves them out
 
 
 def plan_fix(remote: Remote, say: Callable[[str], None]) -> FixPlan:
@@ -77,6 +81,7 @@ def plan_fix(remote: Remote, say: Callable[[str], None]) -> FixPlan:
         current={node: facts.config_files for node, facts in found.facts.items()},
         notes={node: p.notes for node, p in nodes.items() if p.notes},
         unprivileged=tuple(sorted(n for n, f in found.facts.items() if f.privileged is False)),
+        unread=tuple(sorted(found.errors)),
     )
 
 
@@ -343,24 +348,18 @@ def _save(path: Path, data: dict[str, Any] | None) -> None:
     if data is None:
         path.unlink(missing_ok=True)
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w") as handle:
-        handle.write(json.dumps(data, indent=2) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    tmp.replace(path)
+    # Written new beside it, fsynced and renamed over it: a link planted at the record (or at a temporary's name)
+    # is never written through, and a full disk is one line saying the earlier record is kept.
+    files.write_atomic(files.ensure_dir(path.parent) / path.name, json.dumps(data, indent=2) + "\n")
 
 
 def _load(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise WirespeedError(f"{path}: no fix to revert", hint="`wirespeed fix --yes` writes it") from None
-    except (OSError, ValueError) as exc:
+        data: dict[str, Any] = files.load_json(path, MAX_RECORD_BYTES, expect=dict)
+    except files.Unreadable as exc:
+        if str(exc) == "no such file":
+            raise WirespeedError(f"{path}: no fix to revert", hint="`wirespeed fix --yes` writes it") from None
         raise WirespeedError(f"{path}: unreadable fix record: {exc}") from None
-    if not isinstance(data, dict):
-        raise WirespeedError(f"{path}: unreadable fix record: not a JSON object")
     return data
 
 

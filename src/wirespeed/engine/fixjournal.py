@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from wirespeed.adapters import files
 from wirespeed.adapters.configroot import system_path
 from wirespeed.core.errors import UsageError, WirespeedError
 from wirespeed.core.fixplan import Operation, operation_from_json, undo_of
@@ -99,22 +100,10 @@ def locked(directory: Path) -> Iterator[None]:
 
 def write(path: Path, data: dict[str, Any]) -> None:
     """Atomically and durably: a temporary file, fsynced, renamed over the journal, the directory fsynced."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        try:
-            os.write(fd, (json.dumps(data, indent=1) + "\n").encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        dir_fd = os.open(path.parent, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except OSError as exc:  # before any change: nothing is applied; after: the timer restores from the last write
-        raise WirespeedError(f"{path}: cannot write the fix journal: {exc.strerror or exc}") from None
+    try:  # a new temporary (O_EXCL|O_NOFOLLOW), fsynced, renamed over the journal: never through a planted link
+        files.write_atomic(path, json.dumps(data, indent=1) + "\n", chmod=0o600)
+    except files.Unwritable as exc:  # before any change: nothing is applied; after: the timer restores from the last
+        raise WirespeedError(f"the fix journal: {exc.message}") from None
 
 
 def read(path: Path) -> dict[str, Any] | None:
@@ -165,10 +154,38 @@ def _timer_alive(journal: dict[str, Any]) -> bool:
     return b"rollback-timer" in cmdline and str(journal.get("token", "")).encode() in cmdline
 
 
+def _order(journal: dict[str, Any]) -> tuple[int, float]:
+    """Journals in the order they were made: by the sequence number each got under the lock (a stepped wall clock
+    cannot reorder them); journals from before the numbers came first, by their wall-clock time."""
+    seq = journal.get("seq")
+    created = journal.get("created")
+    return (seq if isinstance(seq, int) else 0, float(created) if isinstance(created, int | float) else 0.0)
+
+
 def _journals(directory: Path) -> list[tuple[Path, dict[str, Any]]]:
     """Every journal here, oldest first."""
     found = [(p, read(p)) for p in directory.glob("*.json")]
-    return sorted(((p, j) for p, j in found if j is not None), key=lambda pj: (pj[1].get("created", 0), pj[0].name))
+    return sorted(((p, j) for p, j in found if j is not None), key=lambda pj: (*_order(pj[1]), pj[0].name))
+
+
+def pending() -> list[dict[str, Any]]:
+    """The journals not resolved yet, read without the lock and without restoring anything (what `discover`
+    reports and `check` names): each with whether its timer still runs and how far past its deadline it is."""
+    directory = journal_dir(create=False)
+    if not directory.is_dir():
+        return []
+    found = []
+    for _, journal in _journals(directory):
+        if journal.get("state") not in UNRESOLVED:
+            continue
+        deadline = journal.get("deadline")
+        found.append({
+            "token": str(journal.get("token", "")), "kind": str(journal.get("kind", "")),
+            "state": str(journal["state"]), "created_utc": str(journal.get("created_utc") or ""),
+            "timer_alive": _timer_alive(journal),
+            "overdue_s": round(time.time() - deadline, 1) if isinstance(deadline, int | float) else None,
+        })  # fmt: skip
+    return found
 
 
 def _recover(directory: Path) -> None:
@@ -249,6 +266,7 @@ def apply_journaled(
             "token": token,
             "kind": kind,
             "reverts": reverts,
+            "seq": max((_order(j)[0] for _, j in _journals(directory)), default=0) + 1,
             "created": time.time(),
             "created_utc": _utc(),
             "rollback_after": rollback_after,

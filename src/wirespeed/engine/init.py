@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from wirespeed.adapters import files
 from wirespeed.adapters.process import run_process
 from wirespeed.adapters.ssh import LocalTransport, SshTransport, Transport, default_control_dir
 from wirespeed.core import sshmesh
@@ -310,10 +311,7 @@ def write_cluster_file(path: Path, mesh: Sequence[sshmesh.MeshNode], agent: tupl
     )
     if path.exists() and path.read_text() == text:
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    files.write_atomic(files.ensure_dir(path.parent) / path.name, text)
     return True
 
 
@@ -435,6 +433,4 @@ def _set_become(path: Path, value: str | None) -> None:
         extra["become"] = value
     text = render_cluster_toml(Cluster(cluster.name, cluster.nodes, cluster.source, cluster.ssh_config, extra),
                                comment="Written by `wirespeed init`; `init --undo` removes it.")  # fmt: skip
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    files.write_atomic(path, text)

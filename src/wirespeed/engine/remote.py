@@ -7,12 +7,15 @@ A failure on one node (unreachable, wrong user, timeout, missing command) become
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import re
+import select
 import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -21,7 +24,18 @@ from pathlib import Path
 
 from wirespeed import __version__
 from wirespeed.adapters.agentzip import agent_content, build_agent
-from wirespeed.adapters.process import heartbeat, kill_group, run_process, spawn, watchdog_argv
+from wirespeed.adapters.process import (
+    DEFAULT_BUDGET,
+    Budget,
+    Flood,
+    MiB,
+    as_text,
+    heartbeat,
+    kill_group,
+    run_process,
+    spawn,
+    watchdog_argv,
+)
 from wirespeed.adapters.ssh import Transport, default_control_dir, transport_for
 from wirespeed.core.agentship import (
     AgentInfo,
@@ -43,6 +57,17 @@ from wirespeed.core.outcome import CommandResult, Status, classify
 TransportFactory = Callable[[Node], Transport]
 # Exit statuses of a command we stopped ourselves (SIGTERM/SIGKILL, seen directly or through a shell).
 STOPPED_CODES = frozenset({-15, -9, 143, 137})
+# A long-running command's stdout is read as it comes and not kept (a sampler writes for hours): no budget for the
+# whole of it, only for each line; its stderr is kept, within a budget.
+STREAM_BUDGET = Budget(stdout_bytes=None, stderr_bytes=16 * MiB, line_bytes=4 * MiB)
+READ_SIZE = 1 << 16
+
+
+def flood_hint(node: str, subject: str) -> str:
+    """What to do about a command that wrote past its budget on `node`."""
+    if subject == "the agent":
+        return f"check what agent = [...] of {node} in the cluster file runs: it must be wirespeed"
+    return f"run it on {node} by hand to see what it writes"
 
 
 @dataclass
@@ -50,7 +75,10 @@ class RemoteProcess:
     """A long-running command on a node, owned by this controller.
 
     Its remote side is wrapped by a watchdog that kills it when our end of its stdin closes, so closing the
-    pipe (or this controller dying) stops it; `stop()` also kills the local ssh process group.
+    pipe (or this controller dying) stops it; `stop()` also kills the local ssh process group. Its stderr is read
+    all along by a thread of its own, so that it can never fill and stall the command; stdout is read by `lines()`,
+    `batches()` or `next_line()`, or at `stop()`. Both within `budget`: past it the command is stopped, and `flood`
+    says which stream and what it passed.
     """
 
     node: Node
@@ -59,36 +87,199 @@ class RemoteProcess:
     via_ssh: bool
     destination: str
     via_srun: bool = False
-    _stderr_lines: list[str] = field(default_factory=list)
+    budget: Budget = STREAM_BUDGET
+    what: str = ""  # who runs there, as a sentence's subject: "the agent", or the program's name
+    flood: Flood | None = None
+    _stderr: bytearray = field(default_factory=bytearray)
+    _stderr_thread: threading.Thread | None = None
+    _queued: deque[str] = field(default_factory=deque)  # complete lines read, not yet taken
+    _pending: bytes = b""  # the start of a line not yet ended
+    _stdout_bytes: int = 0
+    _ended: bool = False  # stdout reached its end (or was given up on)
+    _reading: bool = False  # a consumer iterates its lines: stop() leaves stdout to it
+    _given_up: bool = False  # stopped by `give_up`: what it writes after is not read
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def subject(self) -> str:
+        return self.what or (os.path.basename(self.argv[0]) if self.argv else "the command")
+
+    def drain_stderr(self) -> None:
+        """Read stderr on a thread of its own until it ends, keeping it within the budget."""
+        stream = getattr(self.popen, "stderr", None)
+        if stream is None:
+            return
+        self._stderr_thread = threading.Thread(target=self._read_stderr, args=(stream.fileno(),), daemon=True,
+                                               name=f"wirespeed-stderr-{self.node.name}")  # fmt: skip
+        self._stderr_thread.start()
+
+    def _read_stderr(self, fd: int) -> None:
+        limit = self.budget.stderr_bytes
+        while True:
+            try:
+                chunk = os.read(fd, READ_SIZE)
+            except OSError:
+                return
+            if not chunk:
+                return
+            if limit is not None and len(self._stderr) + len(chunk) > limit:
+                self._stderr += chunk[: limit - len(self._stderr)]
+                self.give_up(Flood("stderr", limit))
+                return
+            self._stderr += chunk
+
+    def give_up(self, flood: Flood | None = None) -> None:
+        """Stop the command now, on both sides: our end of its stdin closes (the watchdog there stops what runs), and
+        the local process group is killed. `flood` says why, when it wrote past its budget."""
+        with self._lock:
+            if flood is not None and self.flood is None:
+                self.flood = flood
+            self._given_up = True
+        self._close_stdin()
+        if isinstance(self.popen, subprocess.Popen):
+            # At once: waiting for ssh to end by itself would wait on the stream nobody reads any more (the
+            # connection master holds it until the session's end). Killing the ssh client ends the session there,
+            # and the node's watchdog stops what ran.
+            kill_group(self.popen, grace_s=2.0)
+
+    def _close_stdin(self) -> None:
+        stdin = getattr(self.popen, "stdin", None)
+        if stdin is not None:
+            heartbeat.remove(stdin)
+            with contextlib.suppress(OSError, ValueError):
+                stdin.close()
+
+    def _stdout_fd(self) -> int:
+        stdout = getattr(self.popen, "stdout", None)
+        try:
+            return stdout.fileno() if stdout is not None else -1
+        except (OSError, ValueError, AttributeError):
+            return -1
+
+    def _more(self, deadline: float | None, size: int) -> bool:
+        """One read of stdout into the queue of lines; False once it has ended (or passed its budget: then the
+        command is stopped). TimeoutError when nothing came before `deadline` (monotonic seconds)."""
+        if self._ended:
+            return False
+        fd = self._stdout_fd()
+        if fd < 0:
+            self._ended = True
+            return False
+        while (
+            deadline is not None
+            and not select.select([fd], [], [], min(0.25, max(0.0, deadline - time.monotonic())))[0]
+        ):
+            if self._given_up:  # stopped meanwhile (its stderr flooded): its end, whatever stdout still holds
+                self._ended = True
+                return False
+            if time.monotonic() >= deadline:
+                raise TimeoutError
+        try:
+            chunk = os.read(fd, size)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._ended = True
+            rest, self._pending = self._pending, b""
+            if rest.strip():
+                self._queued.append(rest.decode("utf-8", "replace"))
+                return True
+            return False
+        self._stdout_bytes += len(chunk)
+        limit = self.budget.stdout_bytes
+        if limit is not None and self._stdout_bytes > limit:
+            self._ended = True
+            self.give_up(Flood("stdout", limit))
+            return False
+        *complete, self._pending = (self._pending + chunk).split(b"\n")
+        longest = self.budget.line_bytes
+        if len(self._pending) > longest or any(len(line) > longest for line in complete):
+            self._ended = True
+            self._pending = b""
+            self.give_up(Flood("stdout", longest, line=True))
+            return False
+        self._queued.extend(line.decode("utf-8", "replace").removesuffix("\r") for line in complete)
+        return True
+
+    def batches(self, size: int = READ_SIZE) -> Iterator[list[str]]:
+        """The lines of stdout that are not empty, as many as have come at each read, until it ends: one system call
+        per batch rather than per line."""
+        self._reading = True
+        while self._queued or self._more(None, size):
+            batch = [line for line in self._queued if line]
+            self._queued.clear()
+            if batch:
+                yield batch
 
     def lines(self) -> Iterator[str]:
-        """Lines of stdout as they come, until the process ends."""
-        assert self.popen.stdout is not None
-        for line in self.popen.stdout:
-            yield line.rstrip("\n")
+        """Lines of stdout as they come, until the process ends (or passes its budget)."""
+        self._reading = True
+        while self._queued or self._more(None, READ_SIZE):
+            while self._queued:
+                yield self._queued.popleft()
+
+    def next_line(self, timeout_s: float) -> str | None:
+        """The next line of stdout; None at its end; TimeoutError when none came within `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        while not self._queued:
+            if not self._more(deadline, 4096):
+                return None
+        return self._queued.popleft()
 
     def running(self) -> bool:
         return self.popen.poll() is None
 
+    def _rest(self, deadline: float) -> str:
+        """What is left of stdout (when nobody read its lines), read until it ends, the deadline, or the budget."""
+        lines = list(self._queued)
+        self._queued.clear()
+        budget = self.budget.stdout_bytes or DEFAULT_BUDGET.stdout_bytes
+        with contextlib.suppress(TimeoutError):
+            while time.monotonic() < deadline and self._more(deadline, READ_SIZE):
+                lines += self._queued
+                self._queued.clear()
+                if budget is not None and self._stdout_bytes > budget:
+                    break
+        text = "".join(line + "\n" for line in lines)
+        return text + (self._pending.decode("utf-8", "replace") if self._pending else "")
+
     def stop(self, grace_s: float = 5.0) -> CommandResult:
         """Close stdin (the remote watchdog stops the command), wait, then kill what is left locally."""
-        if self.popen.stdin is not None and self.popen.stdin.closed:
-            self.popen.stdin = None  # already closed by the caller (several stopped at once): nothing to flush
+        self._close_stdin()  # that EOF is what stops the watched command
+        deadline = time.monotonic() + grace_s
+        stdout = "" if self._reading or self._given_up else self._rest(deadline)
         try:
-            # communicate() closes stdin first: that EOF is what stops the watched command.
-            stdout, stderr = self.popen.communicate(timeout=grace_s)
+            self.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             # SIGTERM reaches the watchdog, whose trap escalates to SIGKILL within about a second.
             kill_group(self.popen, grace_s=3.0)
-            stdout, stderr = self.popen.communicate()
+        if self._stderr_thread is not None:
+            self._stderr_thread.join(timeout=5.0)
+        stderr = as_text(bytes(self._stderr))
+        if not self._reading or self._ended:
+            for stream in (self.popen.stdout, self.popen.stderr):
+                if stream is not None and (self._stderr_thread is None or not self._stderr_thread.is_alive()):
+                    with contextlib.suppress(OSError):
+                        stream.close()
+        if self.flood is not None:
+            return CommandResult(
+                self.node.name,
+                self.argv,
+                Status.FAILED,
+                self.popen.returncode,
+                stdout,
+                stderr,
+                0.0,
+                f"{self.node.name}: {self.subject()} {self.flood.describe()}; stopped",
+                flood_hint(self.node.name, self.subject()),
+            )
         if self.popen.returncode in STOPPED_CODES:
             return CommandResult(
                 self.node.name,
                 self.argv,
                 Status.OK,
                 self.popen.returncode,
-                stdout or "",
-                stderr or "",
+                stdout,
+                stderr,
                 0.0,
                 f"{self.node.name}: stopped",
             )
@@ -96,8 +287,8 @@ class RemoteProcess:
             node=self.node.name,
             argv=self.argv,
             returncode=self.popen.returncode,
-            stdout=stdout or "",
-            stderr=stderr or "",
+            stdout=stdout,
+            stderr=stderr,
             duration_s=0.0,
             timed_out=False,
             timeout_s=None,
@@ -137,6 +328,14 @@ class Remote:
     def transport(self, node: Node) -> Transport:
         return self._transport_factory(node)
 
+    def subject(self, node: Node, argv: Sequence[str]) -> str:
+        """Who runs `argv` on `node`, as a sentence's subject: "the agent" for wirespeed there, else the program."""
+        info = self.agents.get(node.name)
+        for agent in (tuple(node.agent), tuple(fixed_agent_argv(node)), tuple(info.argv) if info else ()):
+            if agent and tuple(argv[: len(agent)]) == agent:
+                return "the agent"
+        return os.path.basename(argv[0]) if argv else "the command"
+
     def agent_argv(self, node: Node) -> list[str]:
         """How to start wirespeed on `node`: its configured agent; locally, this very interpreter; elsewhere the
         zipapp `ensure_agents` put in the node's ~/.cache/wirespeed, run by the python3 it found there (settled on
@@ -157,8 +356,11 @@ class Remote:
         timeout_s: float | None = 60.0,
         input_text: str | None = None,
         privileged: bool = False,
+        budget: Budget = DEFAULT_BUDGET,
     ) -> CommandResult:
-        """Run argv on one node and classify the outcome; `privileged` steps go through sudo with --become."""
+        """Run argv on one node and classify the outcome; `privileged` steps go through sudo with --become. Its
+        output is read within `budget`: past it, or past `timeout_s`, it is stopped there and here."""
+        subject = self.subject(node, argv)
         wrapped = privileged and self.become is not None
         if wrapped:
             assert self.become is not None
@@ -170,7 +372,7 @@ class Remote:
         # Over ssh or srun the command is watched: if we give up (timeout, Ctrl-C), the closed stdin stops it there.
         watched = (transport.via_ssh or transport.via_srun) and input_text is None
         local_argv = transport.wrap(node, watchdog_argv(argv) if watched else argv)
-        outcome = run_process(local_argv, timeout_s=timeout_s, input_text=input_text, hold_stdin=watched)
+        outcome = run_process(local_argv, timeout_s=timeout_s, input_text=input_text, hold_stdin=watched, budget=budget)
         result = classify(
             node=node.name,
             argv=tuple(argv),
@@ -184,6 +386,8 @@ class Remote:
             destination=transport.destination(node),
             spawn_failed=outcome.spawn_error,
             via_srun=transport.via_srun,
+            flood=f"{subject} {outcome.flood.describe()}" if outcome.flood is not None else None,
+            flood_hint=flood_hint(node.name, subject),
         )
         refused = refusal(result.stderr) if wrapped and not result.ok else None
         if refused is not None:
@@ -197,6 +401,7 @@ class Remote:
         nodes: Sequence[Node] | None = None,
         timeout_s: float | None = 60.0,
         privileged: bool = False,
+        budget: Budget = DEFAULT_BUDGET,
     ) -> list[CommandResult]:
         """Run on every node concurrently; results come back in the cluster's node order."""
         targets = list(nodes if nodes is not None else self.cluster.nodes)
@@ -205,20 +410,23 @@ class Remote:
 
         def one(node: Node) -> CommandResult:
             node_argv = argv(node) if callable(argv) else argv
-            return self.run(node, node_argv, timeout_s=timeout_s, privileged=privileged)
+            return self.run(node, node_argv, timeout_s=timeout_s, privileged=privileged, budget=budget)
 
         with ThreadPoolExecutor(max_workers=min(self.max_parallel, len(targets))) as pool:
             return list(pool.map(one, targets))
 
-    def start(self, node: Node, argv: Sequence[str]) -> RemoteProcess:
-        """Start a long-running command that dies with this controller (see `RemoteProcess`)."""
+    def start(self, node: Node, argv: Sequence[str], *, budget: Budget = STREAM_BUDGET) -> RemoteProcess:
+        """Start a long-running command that dies with this controller (see `RemoteProcess`); its output is read
+        within `budget`."""
         transport = self.transport(node)
         popen = spawn(transport.wrap(node, watchdog_argv(argv)))
         if popen.stdin is not None:
             heartbeat.add(popen.stdin)  # dropped once stop() closes it
         process = RemoteProcess(
-            node, tuple(argv), popen, transport.via_ssh, transport.destination(node), transport.via_srun
-        )
+            node, tuple(argv), popen, transport.via_ssh, transport.destination(node), transport.via_srun,
+            budget=budget, what=self.subject(node, argv),
+        )  # fmt: skip
+        process.drain_stderr()
         with self._lock:
             self._started.append(process)
         return process

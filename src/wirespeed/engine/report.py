@@ -4,31 +4,33 @@ line in the report, never the end of it."""
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 from typing import Any
 
 from wirespeed.core.facts import facts_from_json
 from wirespeed.core.meter import layout_from_facts
+from wirespeed.core.nesting import loads_json
 from wirespeed.core.report import RunReport
 from wirespeed.core.timeline import build_timeline
 from wirespeed.engine.runs import Unreadable, load_run, read_json, read_text
 
 
-def _optional_json(path: Path, problems: list[str]) -> Any:
-    if not path.exists():
+def _optional_json(path: Path, problems: list[str], run: Path) -> Any:
+    if not os.path.lexists(path):
         return None
     try:
-        return read_json(path)
+        return read_json(path, run)
     except Unreadable as exc:
         problems.append(str(exc))
         return None
 
 
-def _sample_lines(path: Path, problems: list[str]) -> list[Any]:
-    """Each line as JSON; a half-written last line (the run was killed) is counted by the timeline, not fatal."""
+def _sample_lines(path: Path, problems: list[str], run: Path) -> list[Any]:
+    """Each line as JSON; a half-written last line (the run was killed) is counted by the timeline, not fatal, and
+    so is a line nested past the limit."""
     try:
-        text = read_text(path)
+        text = read_text(path, run)
     except Unreadable as exc:
         problems.append(str(exc))
         return []
@@ -37,7 +39,7 @@ def _sample_lines(path: Path, problems: list[str]) -> list[Any]:
         if not line.strip():
             continue
         try:
-            lines.append(json.loads(line))
+            lines.append(loads_json(line, expect=None))
         except ValueError:
             lines.append(None)  # build_timeline counts it as unreadable
     return lines
@@ -46,7 +48,7 @@ def _sample_lines(path: Path, problems: list[str]) -> list[Any]:
 def load_report(path: Path) -> RunReport:
     run = load_run(path)  # refuses what is not a run directory, with a hint
     problems = list(run.problems)
-    discovery = _optional_json(path / "discovery.json", problems)
+    discovery = _optional_json(path / "discovery.json", problems, path)
     layouts = []
     if isinstance(discovery, dict):
         for name, raw in (discovery.get("nodes") or {}).items():
@@ -60,13 +62,15 @@ def load_report(path: Path) -> RunReport:
         (f"matrix-{m.layer}", f"matrix-{m.layer}") for m in run.matrices
     ]
     samples = [
-        (label, _sample_lines(path / f"{key}.samples.jsonl", problems))
+        (label, _sample_lines(path / f"{key}.samples.jsonl", problems, path))
         for label, key in recorded
-        if (path / f"{key}.samples.jsonl").exists()
+        if os.path.lexists(path / f"{key}.samples.jsonl")
     ]
-    checks = _optional_json(path / "checks.json", problems) or _optional_json(path / "before" / "checks.json", problems)
-    after = _optional_json(path / "after" / "checks.json", problems)
-    fix = _optional_json(path / "fix.json", problems)
+    checks = _optional_json(path / "checks.json", problems, path) or _optional_json(
+        path / "before" / "checks.json", problems, path
+    )
+    after = _optional_json(path / "after" / "checks.json", problems, path)
+    fix = _optional_json(path / "fix.json", problems, path)
     return RunReport(
         run=run,
         checks=checks if isinstance(checks, dict) else None,

@@ -3,7 +3,9 @@ it is known, each tool's raw output beside it, and `run.json` again when the run
 
 Layout: `run.json`, `discovery.json`, `checks.json`, `<rung>.json`, `<rung>/...` (raw outputs), `<rung>.samples.jsonl`
 (every counter sample while it ran), `matrix-<layer>.json`. Whole files are replaced atomically (write, then
-rename), so a reader never sees half a record; the samples are appended line by line.
+rename, through wirespeed.adapters.files: never through a link planted in the directory), so a reader never sees
+half a record; the samples are appended line by line, each line whole. A full disk (or EIO, EROFS) is
+`files.Unwritable`: one line naming the file and what was kept.
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ import datetime
 import json
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO
 
+from wirespeed.adapters import files
 from wirespeed.core.matrix import MatrixResult
 from wirespeed.core.results import RungResult
 from wirespeed.core.run import RUN_FILE, RunRecord, RunStatus, Step
@@ -31,19 +33,26 @@ class RunDirectory:
 
     def __init__(self, root: Path, *, phase_of: RunDirectory | None = None, phase: str | None = None) -> None:
         self.record: RunRecord | None = None
+        self.path: Path
         self.phase = phase
         self.run_name = phase_of.name if phase_of is not None else ""
         if phase_of is not None:
-            self.path = root
-            self.path.mkdir(parents=True, exist_ok=True)
+            self.path = files.ensure_dir(root, phase_of.path)
             return
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        files.ensure_dir(root)
         self.path = root / stamp
         suffix = 1
-        while self.path.exists():
-            suffix += 1
-            self.path = root / f"{stamp}-{suffix}"
-        self.path.mkdir(parents=True)
+        while True:
+            try:
+                self.path.mkdir()
+                break
+            except FileExistsError:  # a run of the same second (or anything else of that name): the next suffix
+                suffix += 1
+                self.path = root / f"{stamp}-{suffix}"
+            except OSError as exc:
+                why = f"{exc.strerror or exc} (nothing written)"
+                raise files.Unwritable(f"{self.path}: cannot create the run directory: {why}") from None
 
     @property
     def name(self) -> str:
@@ -56,23 +65,15 @@ class RunDirectory:
         return RunDirectory(self.path / phase, phase_of=self, phase=phase)
 
     def write_json(self, name: str, data: object) -> Path:
-        target = self.path / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(target.suffix + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-        tmp.replace(target)
-        return target
+        return files.write_atomic(self.path / name, json.dumps(data, indent=2, allow_nan=False) + "\n", root=self.path)
 
     def write_text(self, name: str, text: str) -> None:
-        target = self.path / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        files.write_atomic(self.path / name, text, root=self.path)
 
-    def open_text(self, name: str) -> IO[str]:
-        """A file to append to as lines come (raw tool output, samples): what is written stays if the run dies."""
-        target = self.path / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        return target.open("a", encoding="utf-8")
+    def open_text(self, name: str) -> files.Appender:
+        """A file to append to as lines come (raw tool output, samples): what is written stays if the run dies,
+        each write whole or not at all."""
+        return files.open_append(self.path / name, root=self.path)
 
     def start(self, record: RunRecord) -> None:
         self.record = record
@@ -124,6 +125,7 @@ def ending(run_dir: RunDirectory) -> Iterator[Ending]:
     except KeyboardInterrupt as exc:
         end.status, end.reason = RunStatus.INTERRUPTED, getattr(exc, "reason", None) or "interrupted (Ctrl-C)"
     except BaseException as exc:
-        run_dir.finish(RunStatus.FAILED, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        with suppress(files.Unwritable):  # a full disk: the error that stopped the run is the one to say
+            run_dir.finish(RunStatus.FAILED, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         raise
     run_dir.finish(end.status, end.reason)

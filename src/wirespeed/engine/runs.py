@@ -3,22 +3,25 @@
 
 Reading never fails on content: a file that is not UTF-8, not JSON, or not a record of the expected shape is one
 line in `Run.problems` naming the file and what is wrong, and the run keeps every other record. Only what is not
-a run directory at all is refused. Only regular files are opened (a FIFO would block forever).
+a run directory at all is refused. Only regular files are opened (a FIFO would block forever), only inside the run
+(a link planted in it that leads out is named, never followed), and JSON nested past wirespeed.core.nesting's
+limit is refused before it is parsed.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import socket
+import stat
 from pathlib import Path
 from typing import Any
 
 from wirespeed.adapters import files
+from wirespeed.core.decode import Damaged
 from wirespeed.core.errors import UsageError
 from wirespeed.core.matrix import MatrixResult, matrix_from_json
 from wirespeed.core.results import RungResult
-from wirespeed.core.run import RUN_FILE, ImportedFile, Run, RunRecord, RunStatus
+from wirespeed.core.run import RUN_FILE, DamagedRecord, ImportedFile, Run, RunRecord, RunStatus
 from wirespeed.core.tune import TuneResult
 
 BASELINE = "BASELINE"  # a file in the runs folder holding the baseline run's directory name
@@ -31,20 +34,30 @@ class Unreadable(ValueError):
     """A file of a run that could not be read; its message is the one line shown for it."""
 
 
-def read_text(path: Path) -> str:
-    """A run file's text; `Unreadable` says why not (not a regular file, too large, not UTF-8, an OS error)."""
+def _shown(path: Path, root: Path | None) -> str:
+    if root is not None:
+        try:
+            return str(path.relative_to(root))
+        except ValueError:
+            pass
+    return path.name
+
+
+def read_text(path: Path, root: Path | None = None) -> str:
+    """A run file's text; `Unreadable` says why not (not a regular file, too large, not UTF-8, an OS error, a link
+    leaving `root`: the run directory, by default the file's own folder)."""
     try:
-        return files.read_text(path, MAX_RECORD_BYTES, too_large=" for a record")
+        return files.read_text(path, MAX_RECORD_BYTES, too_large=" for a record", root=root or path.parent)
     except files.Unreadable as exc:
-        raise Unreadable(f"{path.name}: {exc}") from None
+        raise Unreadable(f"{_shown(path, root)}: {exc}") from None
 
 
-def read_json(path: Path) -> Any:
-    text = read_text(path)
+def read_json(path: Path, root: Path | None = None) -> Any:
+    """A run file's JSON value, of any kind (the caller checks its shape); refused past the nesting limit."""
     try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise Unreadable(f"{path.name}: not valid JSON ({exc})") from None
+        return files.load_json(path, MAX_RECORD_BYTES, expect=None, root=root or path.parent)
+    except files.Unreadable as exc:
+        raise Unreadable(f"{_shown(path, root)}: {exc}") from None
 
 
 def _kind(data: Any, name: str) -> str | None:
@@ -62,8 +75,12 @@ def _kind(data: Any, name: str) -> str | None:
 
 
 def is_run_directory(path: Path) -> bool:
-    """A run written by bench: it starts with run.json (wirespeed 0.1: with discovery.json)."""
-    return path.is_dir() and ((path / RUN_FILE).exists() or (path / "discovery.json").exists())
+    """A run written by bench: it starts with run.json (wirespeed 0.1: with discovery.json). A directory that cannot
+    be looked into (mode 000, a name too long) is a run only when its record can be seen."""
+    try:
+        return path.is_dir() and (os.path.lexists(path / RUN_FILE) or os.path.lexists(path / "discovery.json"))
+    except OSError:
+        return False
 
 
 def _process_gone(record: RunRecord) -> bool:
@@ -84,26 +101,37 @@ def _process_gone(record: RunRecord) -> bool:
 
 def load_run(path: Path) -> Run:
     """Every record of a run directory that can be read, and one line per file that cannot."""
-    if not path.is_dir():
+    try:
+        is_dir = path.is_dir()
+    except OSError as exc:
+        raise UsageError(f"{_named(path)}: not a run directory ({exc.strerror or exc})") from None
+    if not is_dir:
         raise UsageError(f"{path}: no such run directory", hint="`wirespeed runs` lists them")
+    try:
+        os.listdir(path)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the run directory: {exc.strerror or exc}",
+                         hint="check its permissions") from None  # fmt: skip
     problems: list[str] = []
     record: RunRecord | None = None
-    if (path / RUN_FILE).exists():
+    if os.path.lexists(path / RUN_FILE):
         try:
-            record = RunRecord.from_json(read_json(path / RUN_FILE), RUN_FILE)
+            record = RunRecord.from_json(read_json(path / RUN_FILE, path), RUN_FILE)
+            problems.extend(record.damaged)
         except ValueError as exc:
             problems.append(str(exc))
     folders = [path, *(path / phase for phase in (record.phases if record is not None else ()))]
     files = sorted(
-        (p for folder in folders for p in folder.glob("*.json") if p.name not in NOT_RECORDS),
+        (p for folder in folders for p in _records_in(folder, path, problems) if p.name not in NOT_RECORDS),
         key=lambda p: _order(path, p, record),
     )
     rungs: list[RungResult] = []
     matrices: list[MatrixResult] = []
     tunes: list[TuneResult] = []
+    damaged: list[DamagedRecord] = []
     for file in files:
         try:
-            data = read_json(file)
+            data = read_json(file, path)
             kind = _kind(data, file.name)
             where = str(file.relative_to(path))
             if kind == "rung":
@@ -112,6 +140,9 @@ def load_run(path: Path) -> Run:
                 matrices.append(matrix_from_json(data, where))
             elif kind == "tune":
                 tunes.append(TuneResult.from_json(data, where))
+        except Damaged as exc:  # read, but a figure in it no measurement can have: named, never shown or compared
+            damaged.append(DamagedRecord(str(file.relative_to(path).with_suffix("")), str(exc)))
+            problems.append(str(exc))
         except ValueError as exc:
             problems.append(str(exc))
     imported, import_problems = load_imported(path)
@@ -126,7 +157,27 @@ def load_run(path: Path) -> Run:
         problems=(*problems, *import_problems),
         nodes=nodes,
         process_gone=record is not None and _process_gone(record),
+        damaged=tuple(damaged),
     )
+
+
+def _named(path: Path) -> str:
+    """A path for a one-line message: long names (a 5,000-character argument) cut to their first 60 characters."""
+    text = str(path)
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
+
+
+def _records_in(folder: Path, run: Path, problems: list[str]) -> list[Path]:
+    """A folder's `*.json`; a phase folder that cannot be listed (or leaves the run through a link) is a problem."""
+    try:
+        if folder != run:
+            files.inside(run, folder)
+        return list(folder.glob("*.json"))
+    except files.Unreadable as exc:
+        problems.append(f"{folder.name}/: {exc}")
+    except OSError as exc:
+        problems.append(f"{folder.name}/: cannot list it: {exc.strerror or exc}")
+    return []
 
 
 def _order(run: Path, path: Path, record: RunRecord | None) -> tuple[int, int, str]:
@@ -151,9 +202,9 @@ def _nodes(path: Path, record: RunRecord | None, problems: list[str]) -> tuple[s
     """The run's nodes, from its record (a 0.1 run: from its discovery); an unreadable discovery is named."""
     found: Any = None
     discovery = path / "discovery.json"
-    if discovery.exists():
+    if os.path.lexists(discovery):
         try:
-            found = read_json(discovery)
+            found = read_json(discovery, path)
         except ValueError as exc:
             problems.append(str(exc))
     if record is not None and record.nodes:
@@ -166,11 +217,11 @@ def load_imported(path: Path) -> tuple[list[ImportedFile], list[str]]:
     """What `wirespeed import --into` left in the run, in name order, and one line per file not read."""
     found: list[ImportedFile] = []
     problems: list[str] = []
-    for file in sorted((path / "imported").glob("*.json")):
+    for file in _records_in(path / "imported", path, problems) if os.path.lexists(path / "imported") else []:
         try:
-            data = read_json(file)
+            data = read_json(file, path)
         except ValueError as exc:
-            problems.append(f"imported/{exc}")
+            problems.append(str(exc))
             continue
         if isinstance(data, dict) and "tool" in data:
             found.append(ImportedFile(file.name.removesuffix(".json"), data))
@@ -180,16 +231,33 @@ def load_imported(path: Path) -> tuple[list[ImportedFile], list[str]]:
 
 
 def list_runs(root: Path) -> list[Run]:
-    """Every run under `root`, oldest first (by name: the UTC start time)."""
-    if not root.is_dir():
+    """Every run under `root`, oldest first (by name: the UTC start time). No folder there is no runs yet; anything
+    else that is not a directory (a file, a FIFO, /dev/zero) is refused."""
+    return [load_run(path) for path in sorted((p for p in _entries(root) if is_run_directory(p)), key=run_order)]
+
+
+def _entries(root: Path) -> list[Path]:
+    """What the runs folder holds; [] when it does not exist yet; UsageError when it is not a folder to read."""
+    try:
+        mode = os.stat(root).st_mode
+    except FileNotFoundError:
         return []
-    return [load_run(path) for path in sorted((p for p in root.iterdir() if is_run_directory(p)), key=run_order)]
+    except OSError as exc:
+        raise UsageError(f"--runs {_named(root)}: cannot use it: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(mode):
+        kind = next((name for test, name in files.KINDS if test(mode)), "a file")
+        raise UsageError(f"--runs {_named(root)}: not a directory ({kind})",
+                         hint="--runs names the folder that holds the run directories")  # fmt: skip
+    try:
+        return list(root.iterdir())
+    except OSError as exc:
+        raise UsageError(f"--runs {_named(root)}: cannot read it: {exc.strerror or exc}") from None
 
 
 def resolve_run(root: Path, name: str) -> Path:
     """A run by the name `runs` prints, a path to its directory, `latest` (the newest) or `baseline`."""
     if name == LATEST:
-        runs = sorted((p for p in root.iterdir() if is_run_directory(p)), key=run_order) if root.is_dir() else []
+        runs = sorted((p for p in _entries(root) if is_run_directory(p)), key=run_order)
         if not runs:
             raise UsageError(f"no runs in {root}", hint="wirespeed bench writes them; --runs DIR looks elsewhere")
         return runs[-1]
@@ -197,11 +265,17 @@ def resolve_run(root: Path, name: str) -> Path:
         return baseline(root)
     given = Path(name)
     for candidate in (given, root / name):
-        if candidate.is_dir():
+        try:
+            found = candidate.is_dir()
+        except OSError as exc:  # a name longer than the file system takes, say
+            raise UsageError(f"{_named(given)}: not a run ({exc.strerror or exc})",
+                             hint="give a name `wirespeed runs` prints, a path, or latest") from None  # fmt: skip
+        if found:
             if not is_run_directory(candidate):
                 raise UsageError(f"{candidate}: not a run directory", hint="`wirespeed runs` lists them")
             return candidate
-    raise UsageError(f"{name}: no such run in {root}", hint="give a name `wirespeed runs` prints, a path, or latest")
+    raise UsageError(f"{_named(given)}: no such run in {root}",
+                     hint="give a name `wirespeed runs` prints, a path, or latest")  # fmt: skip
 
 
 def set_baseline(root: Path, run: Path) -> Path:
@@ -209,16 +283,14 @@ def set_baseline(root: Path, run: Path) -> Path:
         raise UsageError(f"{run}: not a run directory", hint="`wirespeed runs` lists them")
     if run.resolve().parent != root.resolve():
         raise UsageError(f"{run}: not a run under {root}", hint=f"--runs {run.parent}")
-    marker = root / BASELINE
-    marker.write_text(run.name + "\n")
-    return marker
+    return files.write_atomic(root / BASELINE, run.name + "\n")  # never through a link planted at BASELINE
 
 
 def baseline_name(root: Path) -> str | None:
     marker = root / BASELINE
     try:
-        return read_text(marker).strip() or None if marker.exists() else None
-    except Unreadable:
+        return read_text(marker, root).strip() or None if os.path.lexists(marker) else None
+    except (Unreadable, OSError):
         return None
 
 
@@ -226,6 +298,8 @@ def baseline(root: Path) -> Path:
     name = baseline_name(root)
     if name is None:
         raise UsageError(f"no baseline in {root}", hint="wirespeed baseline set RUN, or give two runs to compare")
+    if "/" in name or name in (".", "..") or not name.isprintable():
+        raise UsageError(f"{root / BASELINE}: names no run of {root}", hint="wirespeed baseline set RUN")
     path = root / name
     if not path.is_dir():
         raise UsageError(f"the baseline {name} is no longer in {root}", hint="wirespeed baseline set RUN")

@@ -7,7 +7,6 @@ sampler never outlives the controller. Samples carry the node's own monotonic cl
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import queue
 import signal
@@ -164,22 +163,13 @@ def _stop_on_term(halt: Callable[[], None]) -> Callable[[], None] | None:
 
 def _line_batches(process: RemoteProcess, size: int = 65536) -> Iterator[list[str]]:
     """The complete lines of the process's stdout, as many as have come at each read, until it ends (a last line
-    without its newline too). Reads the pipe directly: one system call per batch rather than per line."""
-    stdout = getattr(process.popen, "stdout", None)
-    try:
-        fd = stdout.fileno() if stdout is not None else -1
-    except (OSError, ValueError, io.UnsupportedOperation):
-        fd = -1
-    if fd < 0:  # not a real pipe (tests): line by line
+    without its newline too), each line within the process's budget. Reads the pipe directly: one system call per
+    batch rather than per line."""
+    batches = getattr(process, "batches", None)
+    if batches is None:  # a stand-in that only has lines
         yield from ([line] for line in process.lines())
         return
-    rest = b""
-    while chunk := os.read(fd, size):
-        *complete, rest = (rest + chunk).split(b"\n")
-        if complete:
-            yield [line.decode("utf-8", "replace") for line in complete if line]
-    if rest.strip():
-        yield [rest.decode("utf-8", "replace")]
+    yield from batches(size)
 
 
 @dataclass(frozen=True)
@@ -235,10 +225,18 @@ class ClusterSampler:
                         batch.append(sample_from_json(decode_line(line), line))
                     except (ValueError, KeyError, TypeError):
                         reason = f"unexpected sampler output: {line[:80]!r}"
+                        break
                 if batch:
                     self._queue.put(batch)
+                if reason != "sampler ended":  # junk: this node cannot be read; it is stopped, not read on
+                    if (give_up := getattr(process, "give_up", None)) is not None:
+                        give_up()
+                    break
         except (OSError, ValueError):
             pass
+        flood = getattr(process, "flood", None)
+        if flood is not None:
+            reason = f"{process.subject()} {flood.describe()}; stopped"
         self._queue.put(Ended(process.node.name, reason))
 
     def batches(self, timeout_s: float) -> Iterator[list[NodeSample] | Ended | None]:

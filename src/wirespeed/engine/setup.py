@@ -182,7 +182,14 @@ def _build(remote: Remote, node: Node, step: tc.SetupStep, board: _Board) -> tup
     process = remote.start(node, _agent(remote, node, *args))
     last = ""
     deadline = time.monotonic() + BUILD_TIMEOUT_S
-    for line in process.lines():
+    while True:
+        try:  # a build that goes silent ends at the deadline too, not only one that keeps talking
+            line = process.next_line(max(0.0, deadline - time.monotonic()))
+        except TimeoutError:
+            process.stop()
+            return "", f"no end after {BUILD_TIMEOUT_S:g} s (the last it said: {last or 'nothing'})"
+        if line is None:
+            break
         progress = tc.parse_progress(line)
         if progress is not None:
             name, count, what = progress

@@ -10,19 +10,24 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 
-from wirespeed.adapters.routeros_rest import DEFAULT_TIMEOUT_S, RouterOSClient, read_password
+from wirespeed.adapters.routeros_rest import DEFAULT_TIMEOUT_S, RouterOSClient, SwitchTimeout, read_password
 from wirespeed.core.checks.model import SwitchReading
 from wirespeed.core.errors import SwitchError, UsageError
 from wirespeed.core.routeros import CLEARTEXT_HINT, SwitchConfig, cleartext_password
 from wirespeed.core.switchstate import (
+    COUNTERS,
     PortUpdate,
     SwitchReplyError,
     SwitchState,
-    monitor_numbers,
+    monitor_targets,
     parse_state,
 )
 
 MONITOR_PROPS = "name,status,rate,auto-negotiation,full-duplex"
+# `monitor` with `once` answers with one sample at once (manual.mikrotik.com REST API: "`monitor` commands take `once`
+# and return a single sample"); one that does not answer would hold the request until RouterOS closes it at 60 s
+# ("Session closed"). Waiting this long, not the client's whole timeout, bounds a port whose monitor never returns.
+MONITOR_TIMEOUT_S = 5.0
 
 
 def connect(
@@ -56,21 +61,32 @@ def read_state(client: RouterOSClient, config: SwitchConfig) -> SwitchState:
     resource = client.get("system/resource")
     ethernet = client.get("interface/ethernet")
     try:
-        fabric = monitor_numbers(ethernet, config)
+        targets = monitor_targets(ethernet, config)
     except SwitchReplyError as exc:
         raise SwitchError(f"switch {client.address}: {exc}", hint="is this RouterOS 7 with its REST API?") from None
-    monitor = (
-        client.post("interface/ethernet/monitor", {"numbers": ",".join(fabric), "once": "", ".proplist": MONITOR_PROPS})
-        if fabric
-        else []
-    )
-    stats = client.post("interface/ethernet/print", {"stats": "", ".proplist": "name,rx-fcs-error,rx-too-long,"
-                                                      "tx-drop-packet,rs-fec-uncorrected"})  # fmt: skip
+    monitor = _monitor(client, targets) if targets else []
+    stats = client.post("interface/ethernet/print", {"stats": "", ".proplist": ",".join(("name", *COUNTERS))})
     bridge_ports = client.get("interface/bridge/port")
     try:
         return parse_state(client.address, resource, ethernet, monitor, stats, bridge_ports)
     except SwitchReplyError as exc:
         raise SwitchError(f"switch {client.address}: {exc}", hint="is this RouterOS 7 with its REST API?") from None
+
+
+def _monitor(client: RouterOSClient, targets: list[tuple[str, str]]) -> object:
+    """One `monitor` with `once` for every fabric port, bounded: no answer is one line naming the switch and ports."""
+    timeout = min(client.timeout_s, MONITOR_TIMEOUT_S)
+    body = {"numbers": ",".join(name for name, _ in targets), "once": "", ".proplist": MONITOR_PROPS}
+    try:
+        return client.post("interface/ethernet/monitor", body, timeout_s=timeout)
+    except SwitchTimeout:
+        ports = ", ".join(f"{name} ({node})" for name, node in targets)
+        plural = "s" if len(targets) > 1 else ""
+        raise SwitchTimeout(
+            f"switch {client.address}: monitor of port{plural} {ports} gave no answer within {timeout:g} s",
+            hint="RouterOS holds this user's requests until it closes the session (60 s): try "
+            f"`/interface/ethernet/monitor {targets[0][0]} once` in its terminal and check that port's cable or module",
+        ) from None
 
 
 def apply_updates(

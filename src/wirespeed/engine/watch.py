@@ -11,8 +11,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
+from wirespeed.adapters import files
+from wirespeed.adapters.files import Appender, TextSink, open_append
 from wirespeed.adapters.process import kill_group
 from wirespeed.core.errors import WirespeedError
 from wirespeed.core.meter import Meter, NodeLayout, NodeView, sample_line
@@ -27,6 +28,7 @@ class WatchResult:
     intervals: int = 0
     samples: int = 0
     ended: dict[str, str] = field(default_factory=dict)  # node -> why its sampler stopped early
+    silent: list[str] = field(default_factory=list)  # nodes that gave no reading in the time allowed (--once)
     run_returncode: int | None = None
     run_tail: list[str] = field(default_factory=list)  # the command's last lines of output
     interrupted: bool = False
@@ -55,10 +57,15 @@ class _Command:
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
 
-    def _read(self) -> None:
+    def _read(self, longest: int = 4096) -> None:
+        """The last lines, each cut at `longest` characters (the rest of a longer line is dropped): a command that
+        writes without a newline costs no more than one line's worth."""
         assert self.popen.stdout is not None
-        for line in self.popen.stdout:
-            self.tail.append(line.rstrip("\n"))
+        cut = False
+        while text := self.popen.stdout.readline(longest):
+            if not cut:
+                self.tail.append(text.rstrip("\n"))
+            cut = not text.endswith("\n")
 
     def done(self) -> bool:
         return self.popen.poll() is not None
@@ -78,7 +85,7 @@ def watch(
     interval: float = 0.5,
     duration_s: float | None = None,
     intervals: int | None = None,
-    record: IO[str] | None = None,
+    record: TextSink | None = None,
     run_argv: Sequence[str] | None = None,
 ) -> WatchResult:
     """Run until `duration_s` or `intervals` (per node) are reached, the command ends, or Ctrl-C."""
@@ -116,9 +123,12 @@ def watch(
                 break
             if duration_s is not None and time.monotonic() - started >= duration_s:
                 break
-            if intervals is not None and per_node and all(per_node[n.node] >= intervals for n in sampler.layouts):
-                break
+            if intervals is not None and all(
+                per_node[n.node] >= intervals or n.node in result.ended for n in sampler.layouts
+            ):
+                break  # every node read, or given up on
             if intervals is not None and waiting and time.monotonic() - started > max(30.0, 10 * interval):
+                result.silent = [node for node in waiting if node not in result.ended]
                 break  # a node that never answers must not hold `--once` forever
     except KeyboardInterrupt:
         result.interrupted = True
@@ -132,9 +142,7 @@ def watch(
     return result
 
 
-def open_record(path: Path) -> IO[str]:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path.open("a", encoding="utf-8")
-    except OSError as exc:
-        raise WirespeedError(f"{path}: cannot write the record: {exc.strerror or exc}") from None
+def open_record(path: Path) -> Appender:
+    """`--record FILE`, appended to: each sample one whole line (never through a link planted at FILE); a full disk
+    stops the watch with one line saying how many lines were kept."""
+    return open_append(files.ensure_dir(path.parent) / path.name)

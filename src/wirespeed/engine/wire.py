@@ -7,8 +7,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import IO
 
+from wirespeed.adapters.files import TextSink, Unwritable
 from wirespeed.core.counters import is_congestion
 from wirespeed.core.meter import Meter, NodeLayout, NodeView, sample_line, steady_rate
 from wirespeed.core.results import WireFigures
@@ -24,7 +24,7 @@ class WireRecorder:
         remote: Remote,
         layouts: Sequence[NodeLayout],
         interval_s: float,
-        record: IO[str],
+        record: TextSink,
         on_view: Callable[[NodeView], None] | None = None,
     ) -> None:
         self.on_view = on_view  # the live view hears every interval as it is metered
@@ -34,6 +34,7 @@ class WireRecorder:
         self.views: list[NodeView] = []
         self.arrived: list[float] = []  # time.monotonic() when each view came in, for figures over a window
         self.record = record
+        self.record_failed: Unwritable | None = None  # the disk filled (or failed): sampling goes on, unrecorded
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
@@ -41,8 +42,12 @@ class WireRecorder:
             if not isinstance(batch, list):
                 continue
             # One write per node's read: the lines are on disk before they are metered, as they came.
-            self.record.write("".join([sample_line(sample) + "\n" for sample in batch]))
-            self.record.flush()
+            if self.record_failed is None:
+                try:
+                    self.record.write("".join([sample_line(sample) + "\n" for sample in batch]))
+                    self.record.flush()
+                except Unwritable as exc:
+                    self.record_failed = exc
             for sample in batch:
                 view = self.meter.add(sample)
                 if view is not None:
@@ -56,10 +61,12 @@ class WireRecorder:
         self.thread.start()
         return self
 
-    def __exit__(self, *_: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
         self.sampler.stop()
         self.thread.join(timeout=10)
         self.record.close()
+        if kind is None and self.record_failed is not None:
+            raise self.record_failed  # one line naming the samples file and what it kept
 
     def figures(self, since: float = 0.0, between: tuple[float, float] | None = None) -> WireFigures:
         """Averages over the views after the first `since` seconds of each node (start-up left out), or over the

@@ -109,6 +109,11 @@ def node_summary(facts: NodeFacts) -> Text:
                     f"({', '.join(netdev.ipv6)}); do not pin NCCL_IB_GID_INDEX, or turn IPv6 off there\n",
                     style="yellow",
                 )
+    if not isinstance(facts.pending_fixes, Unknown):
+        for journal in facts.pending_fixes:
+            timer = "its rollback timer still runs" if journal.timer_alive else "no timer will restore it"
+            text.append(f"  a {journal.kind} from {journal.created_utc} is {journal.state}, not confirmed: {timer} "
+                        "(`wirespeed check` says what to do)\n", style="red")  # fmt: skip
     gpus = facts.gpus
     gpu_text = (
         f"unknown ({gpus.reason})"

@@ -81,7 +81,7 @@ def _collective_facts(rung: RungResult) -> list[tuple[str, str]]:
         ("collective", c.collective or "-"),
         ("ranks", str(c.ranks or "-")),
         ("transport", c.transport or "-"),
-        ("GPUDirect RDMA", {True: "yes", False: "no", None: "-"}[c.gdr]),
+        ("GPUDirect RDMA", c.gdr_note or {True: "yes", False: "no", None: "-"}[c.gdr]),
         ("socket interfaces", ", ".join(c.socket_interfaces) or "-"),
         ("RDMA devices", ", ".join(c.ib_devices) or "-"),
         ("NCCL", c.nccl_version or "-"),

@@ -170,6 +170,8 @@ def spark(
         environment={},
         in_container=False,
         dev_infiniband=("rdma_cm", "uverbs0", "uverbs1", "uverbs2", "uverbs3"),
+        packages={},
+        management_wireless=False,
     )
     return dataclasses.replace(facts, **changes)
 

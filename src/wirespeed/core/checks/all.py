@@ -5,6 +5,10 @@ from __future__ import annotations
 from wirespeed.core.checks import (  # noqa: F401 - imported for their @check registrations
     addressing,
     bootstrap,
+    clock,
+    fabric,
+    firmware,
+    fixstate,
     host,
     kernel,
     links,
@@ -12,8 +16,11 @@ from wirespeed.core.checks import (  # noqa: F401 - imported for their @check re
     nccl,
     ncclconf,
     nic,
+    pciepath,
+    rails,
     rdma,
     switch,
     sysctl,
     tools,
+    wifi,
 )

@@ -69,6 +69,8 @@ class ActiveResults:
     # (node, interface) -> error counters that grew between two readings, by how much; the seconds apart
     counter_growth: Mapping[tuple[str, str], Mapping[str, int]] | None = None
     growth_window_s: float = 0.0
+    # node -> (its clock minus this controller's, seconds; the reading's uncertainty), or why it was not read
+    clocks: Mapping[str, tuple[float, float] | str] | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,9 @@ class CheckInput:
     cabling: CablingMap
     active: ActiveResults = field(default_factory=ActiveResults)
     switch: SwitchReading | None = None  # None: the cluster file names no switch
+    # The cluster file's `[nccl.env]`: every rank of wirespeed's own NCCL runs gets it with `mpirun -x` (empty for
+    # snapshots, or a cluster file without it).
+    cluster_nccl_env: tuple[tuple[str, str], ...] = ()
 
 
 CheckFunction = Callable[[CheckInput], CheckResult]

@@ -9,6 +9,7 @@ algbw/busbw are GB/s (10^9 B/s) and time is microseconds, as nccl-tests prints t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -58,6 +59,9 @@ class NcclTestsResult:
     `ranks` is the size of the communicator the busbw was computed for (the `#  Rank` lines, or NCCL's `nranks`).
     `transport` and `gdr` come from the NCCL INFO lines only. `version` is the nccl-tests version when printed,
     else NCCL's; `nccl_version` is always NCCL's. `complete` is False when the footer never came (a cut file).
+    `implausible` names, one line each, the figures left out because no link carries them although nccl-tests
+    printed them from its own size and time (an in-place case that moved nothing on one rank): the row, the column,
+    the figure and why; the rest of the table stands.
     """
 
     collective: str | None
@@ -74,6 +78,7 @@ class NcclTestsResult:
     # (`NET/IB : Using [0]mlx5_0:1/RoCE ...`), in the order printed.
     socket_interfaces: tuple[str, ...] = ()
     ib_devices: tuple[str, ...] = ()
+    implausible: tuple[str, ...] = ()
 
 
 # The binaries nccl-tests builds, longest first so `alltoallv` is not read as `alltoall`.
@@ -311,6 +316,8 @@ class _Scan:
     ib_devices: list[str] = field(default_factory=list)
     first_text_line: int | None = None
     untrustworthy: str | None = None  # the first figure outside physical sense, as one line naming it
+    implausible: list[_Implausible] = field(default_factory=list)  # figures left out, the rest kept
+    footer: bool = False  # the `# Avg bus bandwidth` line came, whether or not its figure is kept
 
 
 _MAX_GBYTES = figures.MAX_BUS_GBPS / 8  # GB/s
@@ -327,19 +334,82 @@ def _untrustworthy(value: float | None, what: str, unit: str, high: float) -> st
     return None
 
 
-def _row_untrustworthy(row: Row, where: str) -> str | None:
-    """The first figure of `row` outside physical sense (negative, infinite, beyond 100 Tb/s), as one line."""
+@dataclass(frozen=True)
+class _Implausible:
+    """A placement whose bandwidth no link carries but which nccl-tests computed from its own size and time."""
+
+    where: str
+    placement: str
+    column: str
+    value: float
+    size_bytes: int
+    time_us: float
+
+    def line(self, ranks: int | None) -> str:
+        one_rank = ranks == 1 and self.placement == "in-place"
+        nothing_moved = "; on one rank the in-place case moves no data" if one_rank else ""
+        return (
+            f"{self.where}: {self.placement} {self.column} {self.value:g} GB/s is above {_MAX_GBYTES:g} GB/s: "
+            f"{self.size_bytes} B in {self.time_us:g} us, too short for anything to cross a link{nothing_moved}; "
+            f"its {self.placement} figures are left out"
+        )
+
+
+def _printed_slack(value: float, width: int) -> float:
+    """Half the last digit nccl-tests printed `value` with (src/util.cu getFloatStr: `%.2f`, else `%.1f`, else
+    `%.0f`, else `%.1e` (width 7) or `%.0e` (width 6), whichever fits the width). The JSON's doubles are finer."""
+    for decimals in (2, 1, 0):
+        if len(f"{value:.{decimals}f}") <= width:
+            return 0.5 * 10.0**-decimals
+    digits = 1 if width >= 7 else 0
+    return 0.5 * 10.0 ** (math.floor(math.log10(value)) - digits)
+
+
+def _from_its_own_time(size_bytes: int, half: Measurement) -> bool:
+    """True when `half`'s bandwidths are what nccl-tests computes from the row's size and time (algbw = size/time,
+    busbw = algbw x a factor below 2; src/*.cu GetBw), within the digits it printed: a real figure from a time too
+    short for data to have moved, not a damaged one."""
+    time, algbw, busbw = half.time_us, half.algbw_GBps, half.busbw_GBps
+    if not (math.isfinite(time) and math.isfinite(algbw) and math.isfinite(busbw)) or algbw <= 0:
+        return False
+    algbw_slack = _printed_slack(algbw, 6)
+    if busbw > 2 * (algbw + algbw_slack) + _printed_slack(busbw, 6):
+        return False
+    time_slack = _printed_slack(time, 7) if time > 0 else 0.005
+    if time <= time_slack:
+        return True  # printed as 0.00: any rate follows from it
+    fastest = size_bytes / ((time - time_slack) * 1e3)
+    slowest = size_bytes / ((time + time_slack) * 1e3)
+    return slowest * 0.99 - algbw_slack <= algbw <= fastest * 1.01 + algbw_slack
+
+
+def _judge_row(row: Row, where: str) -> tuple[Row | None, str | None, list[_Implausible]]:
+    """`row` with its implausible placements left out (None when its out-of-place one is), the first damaged
+    figure (the whole output is refused for it), and what was left out."""
+    left_out: list[_Implausible] = []
+    kept: dict[str, Measurement | None] = {}
     for half, name in ((row.out_of_place, "out-of-place"), (row.in_place, "in-place")):
+        kept[name] = half
         if half is None:
             continue
-        for why in (
-            _untrustworthy(half.time_us, f"{where}: {name} time", "us", figures.MAX_LATENCY_US),
-            _untrustworthy(half.algbw_GBps, f"{where}: {name} algbw", "GB/s", _MAX_GBYTES),
-            _untrustworthy(half.busbw_GBps, f"{where}: {name} busbw", "GB/s", _MAX_GBYTES),
-        ):
-            if why is not None:
-                return why
-    return None
+        time_why = _untrustworthy(half.time_us, f"{where}: {name} time", "us", figures.MAX_LATENCY_US)
+        if time_why is not None:
+            return None, time_why, left_out
+        for column, value in (("algbw", half.algbw_GBps), ("busbw", half.busbw_GBps)):
+            why = _untrustworthy(value, f"{where}: {name} {column}", "GB/s", _MAX_GBYTES)
+            if why is None:
+                continue
+            if value < 0 or not math.isfinite(value) or not _from_its_own_time(row.size_bytes, half):
+                return None, why, left_out
+            left_out.append(_Implausible(where, name, column, value, row.size_bytes, half.time_us))
+            kept[name] = None
+            break
+    out_of_place = kept["out-of-place"]
+    if out_of_place is None:
+        return None, None, left_out
+    if kept["in-place"] is not row.in_place:
+        row = dataclasses.replace(row, in_place=None)
+    return row, None, left_out
 
 
 _NRANKS = re.compile(r"\bnranks (?P<n>\d+)\b", re.IGNORECASE)
@@ -403,8 +473,12 @@ def _scan(text: str) -> _Scan:
                 tokens = tokens[:-1]  # the last value may itself be cut short (`9.68` -> `9.6`)
             row = _row(tokens, layout or _guess_layout(tokens))
             if row is not None:
-                scan.rows.append(row)
-                scan.untrustworthy = scan.untrustworthy or _row_untrustworthy(row, f"line {number}")
+                sound, damaged, left_out = _judge_row(row, f"line {number}")
+                scan.untrustworthy = scan.untrustworthy or damaged
+                scan.implausible += left_out
+                scan.markers += sound is None  # a row left out is still nccl-tests' own line
+                if sound is not None:
+                    scan.rows.append(sound)
             continue
         if _FAILURE.search(line):
             scan.markers += 1
@@ -427,6 +501,7 @@ def _read_comment(scan: _Scan, line: str, last_and_cut: bool) -> int:
         # `%g ` then OK/FAILED/nothing: a last line with no blank after the number may have lost digits.
         if value is not None and not (last_and_cut and not avg.group("after")):
             scan.avg = value
+            scan.footer = True
         return 1
     oob = _OOB.match(line)
     if oob:
@@ -519,26 +594,37 @@ def parse_text(text: str) -> NcclTestsResult:
             f"not nccl-tests output: line {scan.first_text_line} ({shown!r}) and the rest hold no nccl-tests "
             "header, table row or footer"
         )
-    avg_why = _untrustworthy(scan.avg, "the average bus bandwidth", "GB/s", _MAX_GBYTES)
-    if scan.untrustworthy or avg_why:
-        raise figures.Untrustworthy(scan.untrustworthy or avg_why)
+    if scan.untrustworthy:
+        raise figures.Untrustworthy(scan.untrustworthy)
+    ranks = _ranks(scan)
+    implausible = [item.line(ranks) for item in scan.implausible]
+    if implausible and not rows:
+        raise figures.Untrustworthy(f"{implausible[0]}; no row is left: untrustworthy output")
+    avg = scan.avg
+    avg_why = _untrustworthy(avg, "the average bus bandwidth", "GB/s", _MAX_GBYTES)
+    if avg_why and not implausible:
+        raise figures.Untrustworthy(avg_why)
+    if avg_why:  # the average over every placement, the left-out ones too
+        implausible.append(f"the average bus bandwidth ({avg:g} GB/s) counts the figures left out; it is left out")
+        avg = None
     transport, gdr = _transport(scan)
     nccl_version = scan.nccl_version
     if nccl_version is None and scan.library_code:
         nccl_version = _decode_nccl_code(scan.library_code)
     return NcclTestsResult(
         collective=scan.program or scan.binary or _infer_collective(rows),
-        ranks=_ranks(scan),
+        ranks=ranks,
         rows=tuple(rows),
-        avg_busbw_GBps=scan.avg,
+        avg_busbw_GBps=avg,
         transport=transport,
         gdr=gdr,
         version=scan.tests_version or nccl_version,
-        complete=scan.avg is not None,
+        complete=scan.footer,
         out_of_bounds=scan.out_of_bounds,
         nccl_version=nccl_version,
         socket_interfaces=tuple(scan.socket_interfaces),
         ib_devices=tuple(scan.ib_devices),
+        implausible=tuple(implausible),
     )
 
 
@@ -593,7 +679,8 @@ def parse_json(text: str) -> NcclTestsResult:
     if not isinstance(results, list):
         raise ValueError("not nccl-tests JSON: `results` is not a list (line 1)")
     rows: list[Row] = []
-    for item in results:
+    left_out: list[_Implausible] = []
+    for index, item in enumerate(results):
         if not isinstance(item, dict):
             continue
         size, count = _json_int(item.get("size")), _json_int(item.get("count"))
@@ -602,20 +689,21 @@ def parse_json(text: str) -> NcclTestsResult:
         if size is None or count is None or out_of_place is None:
             continue  # trace-replay rows carry only an in-place half
         redop = item.get("redop")
-        rows.append(
-            row := Row(
-                size,
-                count,
-                str(item.get("type", "")),
-                redop.strip() or None if isinstance(redop, str) else None,
-                _json_int(item.get("root")),
-                out_of_place,
-                in_place,
-            )
+        row = Row(
+            size,
+            count,
+            str(item.get("type", "")),
+            redop.strip() or None if isinstance(redop, str) else None,
+            _json_int(item.get("root")),
+            out_of_place,
+            in_place,
         )
-        why = _row_untrustworthy(row, f"results[{len(rows) - 1}]")
+        sound, why, implausible_here = _judge_row(row, f"results[{index}]")
         if why is not None:
             raise figures.Untrustworthy(f"nccl-tests JSON {why}")
+        left_out += implausible_here
+        if sound is not None:
+            rows.append(sound)
     args = data.get("args") or []
     if not isinstance(args, list):
         args = [args] if isinstance(args, str) else []
@@ -633,9 +721,18 @@ def parse_json(text: str) -> NcclTestsResult:
     avg = None
     if isinstance(average, dict):
         avg = _json_float(average.get("bandwidth", average.get("bandwidith")))
+    implausible = [f"nccl-tests JSON {item.line(ranks)}" for item in left_out]
+    if implausible and not rows:
+        raise figures.Untrustworthy(f"{implausible[0]}; no result is left: untrustworthy output")
+    complete = avg is not None
     why = _untrustworthy(avg, "nccl-tests JSON average_bus_bandwidth", "GB/s", _MAX_GBYTES)
-    if why is not None:
+    if why is not None and not implausible:
         raise figures.Untrustworthy(why)
+    if why is not None:  # the average over every placement, the left-out ones too
+        implausible.append(
+            f"nccl-tests JSON average_bus_bandwidth ({avg:g} GB/s) counts the figures left out; it is left out"
+        )
+        avg = None
     oob = data.get("out_of_bounds")
     code = _json_int(data.get("nccl_version"))
     nccl_version = _decode_nccl_code(code) if code else None
@@ -647,9 +744,10 @@ def parse_json(text: str) -> NcclTestsResult:
         transport=None,
         gdr=None,
         version=nccl_version,
-        complete=avg is not None,
+        complete=complete,
         out_of_bounds=_json_int(oob.get("count")) if isinstance(oob, dict) else None,
         nccl_version=nccl_version,
+        implausible=tuple(implausible),
     )
 
 

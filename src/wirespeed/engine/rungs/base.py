@@ -59,6 +59,7 @@ class RungContext:
     defaults: tuple[str, ...] = ()  # the checks' evidence of settings left at their defaults (MTU, TCP buffers)
     tick: Callable[[str], None] | None = None  # hears, every 2 s while a rung runs, what it is doing
     board: LiveBoard | None = None  # the live view: hears which rung runs and every interval at the wire
+    earlier: tuple[RungResult, ...] = ()  # the rungs of this climb that ended before this one (the NCCL rung's RDMA)
 
 
 @dataclass

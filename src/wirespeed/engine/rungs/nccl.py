@@ -9,9 +9,12 @@ import shlex
 import threading
 from dataclasses import replace
 
+from wirespeed.adapters.files import Unwritable
 from wirespeed.adapters.slurm import SrunTransport
+from wirespeed.core.facts import Unknown
+from wirespeed.core.gdr import platform
 from wirespeed.core.inventory import Node
-from wirespeed.core.ladder import diagnose_collective
+from wirespeed.core.ladder import diagnose_collective, rdma_reference
 from wirespeed.core.mpi_failure import read_failure
 from wirespeed.core.nccl import (
     NcclOptions,
@@ -94,6 +97,7 @@ class NcclRung(Rung):
         run_dir.write_text(f"{self.name}/command.txt", shlex.join(argv) + "\n")
         run_dir.write_text(f"{self.name}/hostfile", hostfile(plan))
         lines: list[str] = []
+        unwritten: list[Unwritable] = []  # the disk filled: the output is still read (and judged), no longer kept
         with run_dir.open_text(f"{self.name}/nccl-tests.out") as raw:
             # stderr joins stdout (mpirun's own errors) so neither pipe can fill unread; argv stays a list.
             process = remote.start(launcher, ["sh", "-c", 'exec "$@" 2>&1', "sh", *argv])
@@ -101,8 +105,11 @@ class NcclRung(Rung):
             def pump() -> None:
                 for line in process.lines():
                     lines.append(line)
-                    raw.write(line + "\n")
-                    raw.flush()
+                    if not unwritten:
+                        try:
+                            raw.write(line + "\n")
+                        except Unwritable as exc:
+                            unwritten.append(exc)
 
             reader = threading.Thread(target=pump, daemon=True)
             reader.start()
@@ -110,6 +117,8 @@ class NcclRung(Rung):
             timed_out = reader.is_alive()
             outcome = process.stop(grace_s=2.0 if timed_out else 10.0)
             reader.join(timeout=5)
+        if unwritten:
+            raise unwritten[0]
         json_text = None
         if json_path is not None:
             fetched = remote.run(launcher, ["cat", json_path], timeout_s=30)
@@ -121,7 +130,7 @@ class NcclRung(Rung):
                 except ValueError:
                     run_dir.write_text(f"{self.name}/nccl-tests.json.unreadable", "nccl-tests JSON was not JSON\n")
         output = "\n".join(lines) + "\n"
-        reading = read_run(self.collective, output, json_text)
+        reading = read_run(self.collective, output, json_text, _platform(ctx, plan))
         measured.collective = reading.summary
         environment = " ".join(f"{k}={v}" if v is not None else k for k, v in plan.env)
         measured.notes += [
@@ -147,4 +156,17 @@ class NcclRung(Rung):
             measured.failure = f"nccl-tests found {reading.summary.wrong} wrong elements"
 
     def diagnose(self, ctx: RungContext, plan: NcclPlan, result: RungResult) -> Ceiling:
-        return diagnose_collective(result, plan.rdma_devices, plan.fabric_interfaces, plan.line_rate_gbps)
+        rdma = rdma_reference(ctx.earlier, ctx.discovery.facts)
+        return diagnose_collective(result, plan.rdma_devices, plan.fabric_interfaces, plan.line_rate_gbps, rdma)
+
+
+def _platform(ctx: RungContext, plan: NcclPlan) -> str | None:
+    """GB10's unified memory or discrete GPUs, from the GPUs discovery found on the rung's nodes (what GPUDirect
+    RDMA's state means there); None when a node's GPUs are unknown or the nodes differ."""
+    gpus: list[tuple[str, str | None]] = []
+    for name in plan.nodes:
+        found = ctx.discovery.facts[name].gpus if name in ctx.discovery.facts else Unknown("not discovered")
+        if isinstance(found, Unknown):
+            return None
+        gpus += [(g.name, g.compute_capability if isinstance(g.compute_capability, str) else None) for g in found]
+    return platform(gpus)
