@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 
 import pytest
+
+# Tests interrupt their children with SIGINT and expect Ctrl-C's ending. A suite started in the background by a
+# shell without job control (`make test &`, nohup) inherits SIGINT ignored, and so would every child: take it back
+# (a handled signal is reset to its default in the children wirespeed and the tests start).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT_TOOLS = ("ip", "tc", "iperf3", "ping", "ssh", "ssh-keygen", "nsenter", "unshare")
 

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -111,5 +112,11 @@ def test_a_cut_fix_step_leaves_a_record_that_matches_the_nodes(
                                  "--revert", "--yes", "--record", str(run / "fix-record.json")],
                                 capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
         assert revert.returncode == 0, revert.stdout + revert.stderr  # the next case starts from the defaults
-    else:  # none confirmed: the record says so, and each node's timer restores it
+    else:  # none confirmed: the record says so, and each node's timer restores it (the next case starts there)
         assert kept["state"] == "unconfirmed" and "0 node(s) confirmed" in str(fix["detail"]), (kept, fix)
+        olds = [(node, e["op"]["target"], str(e["original"])) for node, es in kept["nodes"].items() for e in es
+                if e["op"]["kind"] == "sysctl"]  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not all(sysctl(remote, n, t).split() == v.split() for n, t, v in olds):
+            assert time.monotonic() < deadline, f"the nodes' timers did not restore {olds}"
+            time.sleep(0.5)

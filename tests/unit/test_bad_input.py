@@ -590,3 +590,13 @@ def test_a_command_after_the_node_keeps_its_own_options() -> None:
 def test_a_tune_budget_past_a_week_or_not_a_number_is_refused(budget: str) -> None:
     run = cli("tune", "nccl", "--budget", budget, "--hosts", "localhost")
     assert run.status == 2 and "--budget" in one_line(run) and len(one_line(run)) < 200
+
+
+def test_the_separator_after_the_node_is_not_the_commands_first_word() -> None:
+    """`testbed shell P NODE -- wirespeed init --yes` (as the demo and README write it) runs `wirespeed init
+    --yes`: options end at NODE, so click hands the `--` on with the command."""
+    from wirespeed.cli.testbed import after_node
+
+    assert after_node(("--", "wirespeed", "init", "--yes")) == ["wirespeed", "init", "--yes"]
+    assert after_node(("wirespeed", "--", "x")) == ["wirespeed", "--", "x"]
+    assert after_node(()) == []

@@ -224,6 +224,12 @@ def testbed_fault(
         out.message(f"testbed: {result['target']}: {result.get('fault', result.get('reverted'))}")
 
 
+def after_node(command: tuple[str, ...]) -> list[str]:
+    """The command given after NODE: options end at NODE, so the `--` that may follow it is the separator's, not
+    the command's first word."""
+    return list(command[1:] if command[:1] == ("--",) else command)
+
+
 @testbed.command("exec", context_settings=PASS_THROUGH)
 @prefix_option
 @click.argument("node")
@@ -237,7 +243,7 @@ def testbed_exec(ctx: Ctx, prefix: str, node: str, command: tuple[str, ...]) -> 
 
     state = build.require_state(prefix)
     state.plan.node(node)
-    completed = subprocess.run(build.node_argv(state, node, list(command)), check=False)
+    completed = subprocess.run(build.node_argv(state, node, after_node(command)), check=False)
     return completed.returncode  # the command's own status
 
 
@@ -259,7 +265,7 @@ def testbed_shell(ctx: Ctx, prefix: str, node: str, command: tuple[str, ...]) ->
 
     state = build.require_state(prefix)
     state.plan.node(node)
-    argv = shell_argv(state, node, list(command), tty=sys.stdin.isatty())
+    argv = shell_argv(state, node, after_node(command), tty=sys.stdin.isatty())
     try:
         completed = subprocess.run(argv, check=False)
     except OSError as exc:
