@@ -18,7 +18,7 @@ from wirespeed.engine.remote import Remote
 from wirespeed.testbed import build
 from wirespeed.testbed import state as testbed_state
 
-from .helpers import running_testbed
+from .helpers import processes_in, running_testbed
 
 pytestmark = pytest.mark.root
 
@@ -119,8 +119,12 @@ def test_an_unconfirmed_change_is_undone_and_a_confirmed_one_stays(bed: Remote) 
     change = Operation("sysctl", key, "1" if before != "1" else "0", "test", network=True)
     [lost] = fix.apply_plan(bed, {"wfx-2": [change]}, rollback_s=2.0, confirm=False)
     assert lost.rolled_back and read(bed, "wfx-2", f"/proc/sys/{key.replace('.', '/')}") == before
-    [kept] = fix.apply_plan(bed, {"wfx-2": [change]}, rollback_s=2.0)
-    assert kept.confirmed and not kept.rolled_back
-    time.sleep(3.0)  # past the timer: the confirmed value stays
+    # 20 s: the confirmation (apply, a new connection to every node, confirm) must beat the timer on a busy machine
+    [kept] = fix.apply_plan(bed, {"wfx-2": [change]}, rollback_s=20.0)
+    assert kept.confirmed and not kept.rolled_back, kept
+    deadline = time.monotonic() + 30  # the timer sees the confirmation and ends; the value stays
+    while processes_in("wfx-2", f"rollback-timer.*{kept.token}"):
+        assert time.monotonic() < deadline, "the rollback timer outlived its confirmation"
+        time.sleep(0.2)
     assert read(bed, "wfx-2", f"/proc/sys/{key.replace('.', '/')}") == change.value
     fix.apply_plan(bed, {"wfx-2": [Operation("sysctl", key, before, "test")]})
