@@ -150,8 +150,10 @@ class Kill:
 
 KILLS = (
     Kill("before any apply", "before-apply", "test pause at before-apply", expect=(None, None)),
-    Kill("half way through wfk-1's apply", "apply:wfk-1:2", None, "wfk-1", ("rolledback", "rolledback")),
-    Kill("half way through wfk-2's apply", "apply:wfk-2:5", None, "wfk-2", ("rolledback", "rolledback")),
+    # Half way through one node's apply, the other node's apply may not have journalled yet when the controller dies
+    # (its agent is stopped with it): nothing changed there, which is whole too.
+    Kill("half way through wfk-1's apply", "apply:wfk-1:2", None, "wfk-1", ("rolledback", "rolledback|")),
+    Kill("half way through wfk-2's apply", "apply:wfk-2:5", None, "wfk-2", ("rolledback|", "rolledback")),
     Kill("every node applied, none confirmed", "before-confirm", "test pause at", expect=("rolledback", "rolledback")),
     Kill("wfk-1 confirmed, wfk-2 not", "confirm:wfk-2", "wfk-1: confirmed", expect=("confirmed", "rolledback")),
     Kill(
@@ -239,8 +241,9 @@ def test_a_killed_fix_leaves_each_node_confirmed_or_restored(clean: Bed, kill: K
         wanted = bed.fixed[node] if state == "confirmed" else bed.baseline[node]
         assert after[node] == wanted, f"{node} ({state}) is half changed after '{kill.name}'"
     print(f"{kill.name}: {states}")  # shown with -s: where the kill left each node
-    if kill.expect is not None:
-        assert tuple(states) == kill.expect, said
+    if kill.expect is not None:  # "a|b": either state; an empty alternative is no journal at all
+        assert all((state or "") in wanted.split("|") if wanted is not None else state is None
+                   for state, wanted in zip(states, kill.expect, strict=True)), (states, kill.expect, said)  # fmt: skip
 
     # --revert: from the record the controller wrote before confirming, or with none, from the journals alone
     where = str(record) if kill.revert_with_record else str(tmp_path / "no-such-record.json")

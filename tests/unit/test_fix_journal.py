@@ -101,6 +101,24 @@ def test_an_apply_killed_half_way_is_restored_at_once(root: Path) -> None:
     assert original(root)
 
 
+def test_a_temporary_left_by_a_killed_write_goes_with_the_restore(root: Path) -> None:
+    """An agent SIGKILLed between writing a file's temporary and renaming it leaves `.NAME.XXXXXXXX.tmp` in the
+    node's /etc; the restore that follows takes it away with the file, so the node ends as it was."""
+    netplan = root / "etc" / "netplan"
+    stale = netplan / ".40-cx7.yaml.64bc3d15.tmp"
+    fixjournal.apply_journaled("n1-t", ops(), 0.5)
+    stale.write_text("half of a write\n")
+    keep = netplan / ".40-cx7.yaml.not-ours.tmp"
+    keep.write_text("someone else's\n")
+    until(lambda: state("n1-t") == "rolledback")
+    assert original(root) and not stale.exists() and keep.exists()
+    sysctl_stale = root / "etc" / "sysctl.d" / ".90-wirespeed.conf.0123abcd.tmp"
+    fixjournal.apply_journaled("n1-u", ops(), 0.5)
+    sysctl_stale.write_text("x\n")
+    until(lambda: state("n1-u") == "rolledback")
+    assert not (root / "etc/sysctl.d/90-wirespeed.conf").exists() and not sysctl_stale.exists()
+
+
 def test_an_orphaned_journal_is_restored_by_the_next_query(root: Path) -> None:
     answer = fixjournal.apply_journaled("n1-d", ops(), 30)
     os.kill(answer["timer"], signal.SIGKILL)  # as a reboot would

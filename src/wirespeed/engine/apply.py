@@ -57,6 +57,17 @@ def _write_file(path: Path, content: str) -> None:
         files.write_atomic(path, content, chmod=0o600 if NETPLAN_DIR.rstrip("/") in str(path) else 0o644)
     except files.Unwritable as exc:
         raise OSError(errno.EIO, exc.message) from None  # the operation's error, as every other OSError of it
+    _drop_stale_temporaries(path)
+
+
+def _drop_stale_temporaries(path: Path) -> None:
+    """An agent killed between writing its temporary and renaming it (the controller killed mid-apply) leaves
+    `.NAME.XXXXXXXX.tmp` beside the file; the write that restores or replaces the file takes it away, so the
+    node's /etc ends as it was. Unlinking removes a planted link itself, never what it points at."""
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):
+        middle = stale.name[len(path.name) + 2 : -len(".tmp")]
+        if len(middle) == 8 and all(c in "0123456789abcdef" for c in middle):
+            stale.unlink(missing_ok=True)
 
 
 def apply_one(op: Operation) -> None:
@@ -66,6 +77,7 @@ def apply_one(op: Operation) -> None:
         _write_file(system_path(op.target), op.value)
     elif op.kind == "unlink":
         system_path(op.target).unlink(missing_ok=True)
+        _drop_stale_temporaries(system_path(op.target))
     elif op.kind == "addr":
         wanted, current = op.value.split(), _ipv4(op.target)
         for cidr in (c for c in wanted if c not in current):

@@ -111,10 +111,10 @@ class _Steps:
 
     def begin(self, name: str, doing: str) -> float:
         self.number += 1
+        started = time.monotonic()
+        self.open = (name, started)  # before it is said: a signal that follows the line finds the step open
         if doing:
             self.say(f"[{self.number}/{len(STEPS)}] {name}: {doing}")
-        started = time.monotonic()
-        self.open = (name, started)
         return started
 
     def end(self, name: str, started: float, status: StepStatus, detail: str) -> None:
