@@ -168,11 +168,26 @@ def ensure_dir(path: Path, root: Path | None = None) -> Path:
     return path
 
 
+TEMPORARY_TOKEN_BYTES = 4  # `.NAME.<8 hex digits>.tmp`
+
+
+def temporaries_of(path: Path) -> list[Path]:
+    """The temporaries this writer makes for `path` that are still there: a writer killed between writing one
+    and renaming it leaves it behind."""
+    digits = 2 * TEMPORARY_TOKEN_BYTES
+    found = []
+    for candidate in path.parent.glob(f".{path.name}.*.tmp"):
+        middle = candidate.name[len(path.name) + 2 : -len(".tmp")]
+        if len(middle) == digits and all(c in "0123456789abcdef" for c in middle):
+            found.append(candidate)
+    return found
+
+
 def _temporary(path: Path, mode: int) -> tuple[Path, int]:
     """A new, empty file beside `path`, opened for writing: never an existing file or link (O_EXCL|O_NOFOLLOW)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     for _ in range(8):
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(TEMPORARY_TOKEN_BYTES)}.tmp")
         try:
             return tmp, os.open(tmp, flags, mode)
         except FileExistsError:

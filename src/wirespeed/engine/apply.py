@@ -64,10 +64,8 @@ def _drop_stale_temporaries(path: Path) -> None:
     """An agent killed between writing its temporary and renaming it (the controller killed mid-apply) leaves
     `.NAME.XXXXXXXX.tmp` beside the file; the write that restores or replaces the file takes it away, so the
     node's /etc ends as it was. Unlinking removes a planted link itself, never what it points at."""
-    for stale in path.parent.glob(f".{path.name}.*.tmp"):
-        middle = stale.name[len(path.name) + 2 : -len(".tmp")]
-        if len(middle) == 8 and all(c in "0123456789abcdef" for c in middle):
-            stale.unlink(missing_ok=True)
+    for stale in files.temporaries_of(path):
+        stale.unlink(missing_ok=True)
 
 
 def apply_one(op: Operation) -> None:
