@@ -110,7 +110,7 @@ def test_runs_baseline_and_compare_commands(tmp_path: Path) -> None:
                      "--threshold", "30", "--runs", str(tmp_path))  # fmt: skip
     assert code == 0
     code, out, _ = cli("runs", "--runs", str(tmp_path))
-    assert "(baseline)" in out and "3.97 Gb/s per direction on tcp-halves, ceiling: wire" in out
+    assert "(baseline)" in out and "3.97 Gb/s per direction on tcp-halves, the TCP layer, ceiling: wire" in out
 
 
 def test_compare_errors_are_one_line(tmp_path: Path) -> None:

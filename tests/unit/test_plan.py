@@ -216,6 +216,21 @@ def test_ring_uses_six_different_subnets() -> None:
     assert len(subnets) == 6
 
 
+@pytest.mark.parametrize("count", range(3, 9))
+def test_rings_of_three_to_eight(count: int) -> None:
+    plan = make_plan(topology=Topology.RING, nodes=count)
+    names = [n.name for n in plan.nodes]
+    for i, node in enumerate(plan.nodes):
+        after, before = names[(i + 1) % count], names[i - 1]
+        for half in (0, 1):
+            out, back = node.iface(SPARK_IFACES[(0, half)]), node.iface(SPARK_IFACES[(1, half)])
+            assert out.peer == Endpoint(after, SPARK_IFACES[(1, half)])
+            assert back.peer == Endpoint(before, SPARK_IFACES[(0, half)])
+            assert out.address == f"198.19.{2 * i + half}.{i + 1}/24"
+            assert back.address == f"198.19.{2 * ((i - 1) % count) + half}.{i + 1}/24"
+    assert len(links(plan)) == 2 * count
+
+
 def test_ring_forces_two_cables() -> None:
     assert make_plan(topology=Topology.RING, nodes=3, cables=1).cables == 2
 
@@ -263,8 +278,8 @@ def test_switch_mtu_defaults_to_mtu() -> None:
     [
         ({"topology": Topology.DIRECT, "nodes": 3}, "exactly 2 nodes"),
         ({"topology": Topology.DIRECT, "nodes": 1}, "exactly 2 nodes"),
-        ({"topology": Topology.RING, "nodes": 4}, "exactly 3 nodes"),
-        ({"topology": Topology.RING, "nodes": 2}, "exactly 3 nodes"),
+        ({"topology": Topology.RING, "nodes": 9}, "3 to 8 nodes"),
+        ({"topology": Topology.RING, "nodes": 2}, "3 to 8 nodes"),
         ({"topology": Topology.SWITCH, "nodes": 1}, "2 to 16"),
         ({"topology": Topology.SWITCH, "nodes": 17}, "2 to 16"),
         ({"cables": 3}, "--cables"),

@@ -196,7 +196,8 @@ def test_headline_names_the_highest_figure_its_ceiling_and_the_counts() -> None:
     run = Run("r", record(("n1", "n2"), ("tcp-single", "tcp-halves", "rdma-bw")), rungs)
     checks = {"pass": 3, "warn": 0, "fail": 1}
     assert headline(run, checks) == (
-        "highest: 3.90 Gb/s per direction on tcp-halves, ceiling: wire; 2 ran, 1 skipped; checks: 3 pass, 1 fail"
+        "highest: 3.90 Gb/s per direction on tcp-halves, the TCP layer, ceiling: wire; 2 ran, 1 skipped; "
+        "checks: 3 pass, 1 fail"
     )
     assert headline(Run("r", record((), ())), None).startswith("no rung measured a figure")
 
@@ -248,7 +249,7 @@ def test_a_run_directory_reads_back_with_its_imports_and_a_cut_sample_line(run_d
     assert data["takeaway"][0] == {
         "rung": "tcp-halves", "status": "ran", "forward_gbps": 1.98, "full_duplex_gbps": None, "busbw_GBps": None,
         "p50_us": None, "p99_us": None, "busiest_core_percent": {"n1": 61.0}, "ceiling": "wire",
-        "why": "1.98 Gb/s of 2 Gb/s <line rate>", "peak_tx_gbps": None, "peak_duplex_gbps": None,
+        "why": "1.98 Gb/s of 2 Gb/s <line rate>", "peak_tx_gbps": None, "peak_duplex_gbps": None, "spread": None,
     }  # fmt: skip
     assert data["takeaway"][2]["busbw_GBps"] == 338.82
     assert data["timeline"]["cables"] and data["timeline"]["cables"][0]["point_columns"] == [
@@ -354,3 +355,22 @@ def test_rdma_bandwidth_per_half_is_a_bar_per_half_against_its_line_rate() -> No
     assert chart.count("90.00 Gb/s") == 2  # 180 Gb/s over two halves
     assert "n1 enp1s0f0np0 → n2 enp1s0f0np0" in chart
     assert view.halves_chart(rung("rdma-bw", None, RungStatus.SKIPPED)) is None
+
+
+def test_lines_on_top_of_each_other_stay_distinguishable() -> None:
+    """Two cables carrying the same traffic: the second is drawn with its own dash pattern, a few pixels higher,
+    and says so in its title; a line apart from the others is drawn as it is."""
+    same = [[(0.0, 1.0), (1.0, 2.0), (2.0, 2.0), (3.0, 1.0)]]
+    apart = [[(0.0, 0.0), (1.0, 0.1), (2.0, 0.1), (3.0, 0.0)]]
+    lines = [svg.Line("cable 0 TX", same, svg.color(0)), svg.Line("cable 1 TX", same, svg.color(1)),
+             svg.Line("cable 1 RX", apart, svg.color(1), dashed=True)]  # fmt: skip
+    chart = svg.line_chart("throughput", lines, svg.Axes("s", "Gb/s"))
+    polylines = re.findall(r'<polyline points="([^"]+)"[^>]*?(?: stroke-dasharray="([^"]+)")?><title>([^<]+)', chart)
+    [(first, dash0, title0), (second, dash1, title1), (_, dash2, title2)] = polylines
+    assert dash0 == "" and dash1 == svg.OVERLAP_DASHES[0] and dash2 == "6 3"  # the RX line lies apart: as it was
+    assert title0 == "cable 0 TX" and title2 == "cable 1 RX"
+    assert title1 == f"cable 1 TX (on top of cable 0 TX: drawn {svg.OVERLAP_LIFT_PX:g} px higher)"
+    below = [float(p.split(",")[1]) for p in first.split()]
+    above = [float(p.split(",")[1]) for p in second.split()]
+    assert [round(b - a, 1) for a, b in zip(above, below, strict=True)] == [svg.OVERLAP_LIFT_PX] * 4
+    assert f'stroke-dasharray="{svg.OVERLAP_DASHES[0]}"/>' in chart  # the legend shows the same pattern

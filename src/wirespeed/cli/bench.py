@@ -158,7 +158,8 @@ def _show(out: Output, run: Run, path: Path) -> None:
     from wirespeed.ui.matrix import matrix_view
 
     if run.rungs:
-        out.console.print(render.takeaway_table(takeaway(run.rungs)))
+        terminal = out.console.is_terminal  # piped: every note whole, interface lists unfolded
+        out.console.print(render.takeaway_table(takeaway(run.rungs), fold=terminal), soft_wrap=not terminal)
     for r in run.rungs:
         for line in r.ceiling.evidence[1:] if r.ceiling else ():
             out.message(f"  {r.rung}: {line}")

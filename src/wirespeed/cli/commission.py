@@ -156,9 +156,10 @@ def commission_cmd(
     else:
         for line in done.stopped:
             out.message(f"wirespeed: to do by hand: {line}")
+        terminal = out.console.is_terminal  # piped: every note whole, interface lists unfolded
         if run.in_phase("after"):
-            out.console.print(render.phase_table(phase_rows(run)))
+            out.console.print(render.phase_table(phase_rows(run), fold=terminal), soft_wrap=not terminal)
         elif run.rungs:
-            out.console.print(render.takeaway_table(takeaway(run.rungs)))
+            out.console.print(render.takeaway_table(takeaway(run.rungs), fold=terminal), soft_wrap=not terminal)
         out.message(f"wirespeed: {run.state()}; the report: {target}")
     return exit_status(run, done.fix_failed)

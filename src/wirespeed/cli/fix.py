@@ -45,8 +45,9 @@ def fix_cmd(
     rollback_after: float,
     json_mode: bool,
 ) -> ExitStatus:
-    """Turn what the checks found into changes per node (sysctls, fabric MTU, IPv6, halves left down); apply them
-    with --yes, keep the old values (here and in each node's journal), and undo them with --revert."""
+    """Turn what the checks found into changes per node (sysctls, fabric MTU, IPv6, halves left down, a ring's
+    routes); apply them with --yes, keep the old values (here and in each node's journal), and undo them with
+    --revert."""
     from wirespeed.engine import fix as fixing
     from wirespeed.ui.fix import fix_plan_view
 

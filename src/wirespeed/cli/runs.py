@@ -103,6 +103,7 @@ def compare_cmd(ctx: Ctx, runs: tuple[str, ...], threshold: float, runs_dir: Pat
     from rich.table import Table
 
     from wirespeed.core.compare import DAMAGED, compare_runs, regressions
+    from wirespeed.core.spread import NOISE
     from wirespeed.engine.runs import BASELINE_NAME, load_run, resolve_run
 
     if len(runs) not in (1, 2):
@@ -118,7 +119,8 @@ def compare_cmd(ctx: Ctx, runs: tuple[str, ...], threshold: float, runs_dir: Pat
             "before": before.name, "after": after.name, "threshold_percent": threshold,
             "changes": [{"subject": c.subject, "measure": c.measure, "before": c.before, "after": c.after,
                          "change_percent": c.percent, "higher_is_better": c.higher_is_better,
-                         "status_before": c.status_before, "status_after": c.status_after, "worse": c in worse}
+                         "status_before": c.status_before, "status_after": c.status_after, "worse": c in worse,
+                         "within_noise": c.within_noise}
                         for c in changes],
             "problems": {before.name: list(before.problems), after.name: list(after.problems)},
             "damaged": {before.name: [d.key for d in before.damaged], after.name: [d.key for d in after.damaged]},
@@ -127,6 +129,7 @@ def compare_cmd(ctx: Ctx, runs: tuple[str, ...], threshold: float, runs_dir: Pat
         table = Table("what", "measure", before.name, after.name, "change", title=f"worse: > {threshold:g}%")
         for c in changes:
             shown = "-" if c.percent is None else f"{c.percent:+.1f}%"
+            shown = f"{shown} ({NOISE})" if c.within_noise else shown
             if c.status_before != c.status_after:
                 shown += f" ({c.status_before} -> {c.status_after})"
             style = "red" if c in worse else None

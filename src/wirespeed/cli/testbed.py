@@ -57,7 +57,7 @@ def print_status(out: Output, status: dict[str, Any]) -> None:
 
 @testbed.command("up")
 @prefix_option
-@click.option("--nodes", "-n", type=Count(2, 16), help="Number of nodes (direct: 2, ring: 3, switch: 2-16).")
+@click.option("--nodes", "-n", type=Count(2, 16), help="Number of nodes (direct: 2, ring: 3-8, switch: 2-16).")
 @click.option("--topology", type=click.Choice(["direct", "ring", "switch"]), default="direct", show_default=True)
 @click.option("--cables", type=Count(1, 2), default=1, show_default=True, help="Cabled ports per node.")
 @click.option(
@@ -67,7 +67,16 @@ def print_status(out: Output, status: dict[str, Any]) -> None:
     help="tc rate of each PCIe half (tc units), or `none`: not shaped, the CPU is the ceiling.",
 )
 @click.option(
-    "--mtu", type=Count(68, 65535, "bytes"), default=9000, show_default=True, help="MTU of the fabric interfaces."
+    "--mtu",
+    type=Count(68, 65535, "bytes"),
+    default=None,
+    help="MTU of the fabric interfaces (default: 9000; 1500 with --as-shipped).",
+)
+@click.option(
+    "--as-shipped",
+    is_flag=True,
+    help="Start as a Spark ships with NVIDIA's link-local netplan: IPv4 link-local on one half of each port, its "
+    "twin IPv6 link-local only, MTU 1500.",
 )
 @click.option(
     "--switch-mtu", type=Count(68, 65535, "bytes"), default=None, help="MTU of the switch ports (default: --mtu)."
@@ -96,7 +105,8 @@ def testbed_up(
     topology: str,
     cables: int,
     half_rate: str,
-    mtu: int,
+    mtu: int | None,
+    as_shipped: bool,
     switch_mtu: int | None,
     miswire: bool,
     slurm: bool,
@@ -120,10 +130,11 @@ def testbed_up(
         topology=topology,
         cables=cables,
         half_rate_bps=0 if half_rate.strip().lower() == "none" else parse_rate_bps(half_rate),
-        mtu=mtu,
+        mtu=mtu if mtu is not None else (1500 if as_shipped else 9000),
         switch_mtu=switch_mtu,
         miswire=miswire,
         mdns=mdns,
+        as_shipped=as_shipped,
         user=user,
         sudo=sudo,
         progress=lambda text: out.message(f"testbed: {text}"),

@@ -1,5 +1,6 @@
 """The cabling map: which interface of which node shares a link with which interface of another, and what
-topology that makes (direct with one or two cables, ring of three, switch).
+topology that makes (direct with one or two cables, a ring of three to eight nodes in its order, a ring cut to a
+chain, switch).
 
 Pure: it takes each node's facts and what an active probe heard on each interface (or, for snapshots taken
 without a probe, the address plan) and returns the map with findings for a person to act on.
@@ -8,6 +9,7 @@ without a probe, the address plan) and returns the map with findings for a perso
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,6 +57,9 @@ class CablingMap:
     port_links: tuple[PortLink, ...]
     unpaired: tuple[End, ...]  # fabric halves with carrier that heard no peer
     findings: tuple[Finding, ...] = field(default_factory=tuple)
+    # A ring's nodes in cable order (node i's port 0 cabled to node i+1's port 1, the last back to the first), or a
+    # cut ring's from one end of the chain to the other; empty for any other topology.
+    order: tuple[str, ...] = ()
 
     def peers(self, end: End) -> list[End]:
         return sorted({b for a, b in self.links if a == end} | {a for a, b in self.links if b == end})
@@ -135,6 +140,8 @@ def build_map(facts: Mapping[str, NodeFacts], edges: set[frozenset[End]], method
     nodes_linked = {n for pair in node_pairs for n in pair}
     topology: str
     cables: int | None = None
+    order: tuple[str, ...] = ()
+    walk = _walk(sorted(facts), node_pairs, port_link_list) if len(facts) >= 3 and not switched else None
     if len(facts) < 2:
         topology = "single"
         unpaired.clear()
@@ -161,8 +168,9 @@ def build_map(facts: Mapping[str, NodeFacts], edges: set[frozenset[End]], method
                         "cable the same port on each node (NVIDIA's playbooks ask for it; NCCL pairs them)",
                     )
                 )
-    elif len(facts) == 3 and len(node_pairs) == 3:
+    elif walk is not None and walk[1]:
         topology = "ring"
+        order = walk[0]
         cables = len(port_link_list)
         for pl in port_link_list:
             if pl.a_port == pl.b_port:
@@ -173,6 +181,18 @@ def build_map(facts: Mapping[str, NodeFacts], edges: set[frozenset[End]], method
                         "cable each node's port 0 to the next node's port 1 (connect-three-sparks playbook)",
                     )
                 )
+    elif walk is not None:
+        topology = "chain"
+        order = walk[0]
+        cables = len(port_link_list)
+        findings.append(
+            Finding(
+                "warn",
+                f"cut ring: no cable between {order[-1]} and {order[0]}; the nodes form a chain "
+                f"{' - '.join(order)}, and {order[0]} reaches {order[-1]} through {len(order) - 2} relay(s)",
+                f"cable {order[-1]}'s free port to {order[0]}'s free port (port 0 to the next node's port 1)",
+            )
+        )
     else:
         topology = "partial"
         findings.append(
@@ -201,7 +221,59 @@ def build_map(facts: Mapping[str, NodeFacts], edges: set[frozenset[End]], method
         port_links=port_link_list,
         unpaired=tuple(sorted(unpaired)),
         findings=tuple(findings),
+        order=order,
     )
+
+
+def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
+    """spark-2 before spark-10."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", name) if part)
+
+
+def _walk(
+    nodes: Sequence[str], node_pairs: set[frozenset[str]], port_links: Sequence[PortLink]
+) -> tuple[tuple[str, ...], bool] | None:
+    """The nodes in cable order and whether they close a ring (else a chain from one end to the other), when the
+    node-level links make exactly one ring or one chain through every node; None otherwise.
+
+    A ring starts at the first node by name and goes the way its port 0 is cabled (cable c joins node c's port 0 to
+    node c+1's port 1); a chain starts at the end whose port 0 is cabled, else at the first end by name."""
+    adjacent: dict[str, set[str]] = {n: set() for n in nodes}
+    for pair in node_pairs:
+        a, b = sorted(pair)
+        if a not in adjacent or b not in adjacent:
+            return None
+        adjacent[a].add(b)
+        adjacent[b].add(a)
+    degrees = sorted(len(peers) for peers in adjacent.values())
+    closed = all(d == 2 for d in degrees)
+    if not closed and degrees != [1, 1] + [2] * (len(nodes) - 2):
+        return None
+
+    def via_port0(node: str) -> str | None:
+        found = {pl.b_node for pl in port_links if pl.a_node == node and pl.a_port == "port 0"}
+        found |= {pl.a_node for pl in port_links if pl.b_node == node and pl.b_port == "port 0"}
+        return next(iter(found)) if len(found) == 1 else None
+
+    ordered = sorted(nodes, key=natural_key)
+    if closed:
+        start = ordered[0]
+        second = via_port0(start)
+        if second not in adjacent[start]:
+            second = min(adjacent[start], key=natural_key)
+    else:
+        ends = [n for n in ordered if len(adjacent[n]) == 1]
+        start = next((n for n in ends if via_port0(n) is not None), ends[0])
+        second = next(iter(adjacent[start]))
+    walk = [start, second]
+    while len(walk) < len(nodes):
+        step = adjacent[walk[-1]] - {walk[-2]}
+        if len(step) != 1:
+            return None
+        walk.append(step.pop())
+    if len(set(walk)) != len(nodes) or (closed and walk[0] not in adjacent[walk[-1]]):
+        return None  # two separate rings, or a ring and a chain
+    return tuple(walk), closed
 
 
 def _two_halves(facts: Mapping[str, NodeFacts], node: str, port_label: str) -> bool:
@@ -232,4 +304,5 @@ def cabling_from_json(data: Mapping[str, Any]) -> CablingMap:
         findings=tuple(
             Finding(str(f["severity"]), str(f["message"]), f.get("hint")) for f in data.get("findings") or []
         ),
+        order=tuple(str(n) for n in data.get("order") or []),
     )

@@ -6,6 +6,8 @@ is better), each matrix cell (sender -> receiver) and each half of a matrix (the
 receiving: where a degraded cable shows), and the figures of an imported file only when both runs hold the same
 file. A figure that was measured before and not now counts as worse. A figure of a damaged record (one holding a
 number no measurement can have: `decode.Damaged`) is never compared: its row says `damaged`, with no value.
+A figure whose run recorded its spread (wirespeed.core.spread: iperf3's seconds, sockperf's quartiles) is held to
+the same rule as `commission`'s before and after: a change within either run's spread is noise, never worse.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from wirespeed.core.figures import MAX_BUS_GBPS
 from wirespeed.core.matrix import MatrixResult
 from wirespeed.core.results import RungResult, RungStatus
 from wirespeed.core.run import Run, imported_names
+from wirespeed.core.spread import Spread, interval_spread, is_change, latency_spread
 
 ABSENT = "absent"
 DAMAGED = "damaged"  # the status of a figure whose record is damaged: neither shown nor compared
@@ -32,6 +35,7 @@ class Figure:
     value: float | None
     status: str  # the rung's (or cell's) status: ran, failed, skipped, interrupted
     higher_is_better: bool = True
+    spread: Spread | None = None  # where the run recorded one (core.spread)
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,15 @@ class Change:
     status_before: str
     status_after: str
     higher_is_better: bool = True
+    spread_before: Spread | None = None
+    spread_after: Spread | None = None
+
+    @property
+    def within_noise(self) -> bool:
+        """Both runs recorded the figure's spread, and the change is not more than it (core.spread.is_change)."""
+        if self.damaged or self.before is None or self.after is None:
+            return False
+        return is_change(self.before, self.after, self.spread_before, self.spread_after) is False
 
     @property
     def damaged(self) -> bool:
@@ -65,6 +78,8 @@ class Change:
             return True
         if self.before is not None and self.after is None:
             return True
+        if self.within_noise:
+            return False
         change = self.percent
         if change is None:
             return False
@@ -79,11 +94,12 @@ def rung_figures(rung: RungResult) -> list[Figure]:
         found += [Figure(name, f"busbw_GBps @ {row.size_bytes} B", row.busbw_GBps, status)
                   for row in rung.collective.rows]  # fmt: skip
     if rung.flows:
-        found.append(Figure(name, "forward_gbps", rung.forward_gbps, status))
+        found.append(Figure(name, "forward_gbps", rung.forward_gbps, status, spread=interval_spread(rung)))
         if rung.reverse_gbps is not None:
             found.append(Figure(name, "reverse_gbps", rung.reverse_gbps, status))
     if rung.latency:
-        found.append(Figure(name, "p50_us", rung.p50_us, status, higher_is_better=False))
+        found.append(Figure(name, "p50_us", rung.p50_us, status, higher_is_better=False,
+                            spread=latency_spread(rung)))  # fmt: skip
         found.append(Figure(name, "p99_us", rung.p99_us, status, higher_is_better=False))
     return found or [Figure(name, "status", None, status)]
 
@@ -147,6 +163,7 @@ def compare_runs(before: Run, after: Run) -> list[Change]:
             Change(
                 subject, measure, a.value if a else None, b.value if b else None, status_a, status_b,
                 known.higher_is_better if known is not None else True,
+                a.spread if a else None, b.spread if b else None,
             )
         )  # fmt: skip
     # A record damaged in either run, with no figure of the other run to set beside it: one row that says so.

@@ -168,6 +168,16 @@ class PendingFix:
     overdue_s: float | None  # seconds past its deadline (negative: still ahead); None: no deadline yet
 
 
+@dataclass(frozen=True)
+class Route:
+    """One IPv4 route of the node's main table (`ip -j route show table main`): where a destination is sent."""
+
+    dst: str  # a network in CIDR form (a host route is /32), or "default"
+    dev: str | None
+    via: str | None = None  # the gateway; None: the destination is on the link itself
+    protocol: str | None = None  # "kernel" for the routes of the node's own addresses, "static", "boot", ...
+
+
 NEEDS_ROOT = "not read: needs root (--become)"  # how an unprivileged read is named, in facts and in the checks
 
 
@@ -238,6 +248,8 @@ class NodeFacts:
     # The previous boot's kernel messages of the NIC and its PCIe path (`journalctl -k -b -1`, kept only where
     # journald stores the journal persistently), filtered as `kernel_messages` is.
     kernel_messages_previous: tuple[str, ...] | Unknown = field(default_factory=lambda: Unknown("not read"))
+    # The IPv4 main routing table: how the node reaches the fabric subnets it has no address on (a ring's relays).
+    routes: tuple[Route, ...] | Unknown = field(default_factory=lambda: Unknown("not read"))
 
     def netdev(self, name: str) -> Netdev | None:
         return next((n for n in self.netdevs if n.name == name), None)
@@ -332,5 +344,6 @@ def facts_from_json(data: dict[str, Any]) -> NodeFacts:
             "root_ports": lambda raw: (
                 _maybe(raw) if isinstance(raw, dict) else tuple(build(PciRootPort, p) for p in raw)
             ),
+            "routes": lambda raw: _maybe(raw) if isinstance(raw, dict) else tuple(build(Route, r) for r in raw),
         },
     )

@@ -2,8 +2,9 @@
 
 The plan comes from the checks' own fixes: every file a failing check proposes (a sysctl.d drop-in, a netplan
 drop-in such as NVIDIA's 40-cx7.yaml) is written, and what the file says is also applied now (each sysctl
-line; the addresses of the address plan; the fabric MTU; a half left down). On a node that is a network namespace
-of its own (a container, an emulated node), a host-wide sysctl is not set but noted: the kernel refuses it there.
+line; the addresses of the address plan; the fabric MTU; a half left down; a ring's routes between the nodes that
+share no cable, live only). On a node that is a network namespace of its own (a container, an emulated node), a
+host-wide sysctl is not set but noted: the kernel refuses it there.
 The management interface is never touched. The node's agent applies each operation and reports the value it
 replaced, so that `fix --revert` puts back exactly what was there, files included (a file that did not exist is
 removed again).
@@ -12,7 +13,9 @@ removed again).
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import posixpath
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -21,6 +24,7 @@ from wirespeed.core.checks.links import HALVES
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus
 from wirespeed.core.checks.mtu import MTU_NETPLAN
 from wirespeed.core.checks.plan import NETPLAN_PATH, address_plan
+from wirespeed.core.checks.ring import FORWARD, FORWARD_FILE, ROUTES, missing_routes
 from wirespeed.core.checks.sysctl import (
     ARP,
     ARP_FILE,
@@ -33,19 +37,23 @@ from wirespeed.core.checks.sysctl import (
 from wirespeed.core.facts import NodeFacts, Unknown
 
 RECOMMENDED_MTU = 9000
-KINDS = ("sysctl", "mtu", "link", "addr", "file", "unlink")
+KINDS = ("sysctl", "mtu", "link", "addr", "route", "file", "unlink")
 # Every file `fix` may write: discovery reads their current content so that the plan is a diff.
-MANAGED_FILES = (TCP_FILE, ARP_FILE, IPV6_SYSCTL, NETPLAN_PATH, MTU_NETPLAN, IPV6_NETPLAN)
+MANAGED_FILES = (TCP_FILE, ARP_FILE, IPV6_SYSCTL, FORWARD_FILE, NETPLAN_PATH, MTU_NETPLAN, IPV6_NETPLAN)
 NETPLAN_DIR = "/etc/netplan/"
 SYSCTL_DIR = "/etc/sysctl.d/"
 # Checks whose fixes `fix` applies (the others need a person: cables, switch ports, environment files).
-APPLIED = (TCP, ARP, "ipv6.fabric", "mtu.host", SUBNETS, HALVES)
+APPLIED = (TCP, ARP, "ipv6.fabric", "mtu.host", SUBNETS, HALVES, FORWARD, ROUTES)
+# A route operation's value: "via GATEWAY dev IFACE" (ip route replace TARGET VALUE), "dev IFACE" (a route on the
+# link, as an undo may put back), or empty: no route to TARGET.
+_ROUTE_VALUE = re.compile(r"(?:via (?P<via>\S+) )?dev (?P<dev>[A-Za-z0-9_.:@-]{1,15})")
 
 
 @dataclass(frozen=True)
 class Operation:
-    kind: str  # one of KINDS; addr: the interface's whole IPv4 list, space separated; file: the content
-    target: str  # sysctl key, interface name, or absolute file path
+    kind: str  # one of KINDS; addr: the interface's whole IPv4 list, space separated; file: the content; route:
+    # "via GATEWAY dev IFACE", or empty for no route at all
+    target: str  # sysctl key, interface name, route destination (CIDR), or absolute file path
     value: str
     reason: str  # the check id it answers
     network: bool = False  # may cut the node off: applied with the self-rollback safety net
@@ -68,7 +76,27 @@ def operation_from_json(data: Mapping[str, object]) -> Operation:
         posixpath.normpath(target) != target or not target.startswith((SYSCTL_DIR, NETPLAN_DIR))
     ):
         raise ValueError(f"{target}: fix writes only under {SYSCTL_DIR} and {NETPLAN_DIR}")
+    if kind == "route":
+        check_route(target, value)
     return Operation(kind, target, value, str(data.get("reason", "")), bool(data.get("network", False)))
+
+
+def check_route(target: str, value: str) -> None:
+    """A route operation names an IPv4 network and, unless it removes the route, one gateway and interface."""
+    try:
+        ipaddress.IPv4Network(target)
+    except ValueError:
+        raise ValueError(f"route target {target!r} is not an IPv4 network") from None
+    if not value:
+        return
+    match = _ROUTE_VALUE.fullmatch(value)
+    if match is None:
+        raise ValueError(f"route {target}: {value!r} is not 'via GATEWAY dev IFACE'")
+    try:
+        if match["via"] is not None:
+            ipaddress.IPv4Address(match["via"])
+    except ValueError:
+        raise ValueError(f"route {target}: gateway {match['via']!r} is not an IPv4 address") from None
 
 
 def undo_of(op: Mapping[str, object], original: str | None) -> Operation:
@@ -176,6 +204,7 @@ def plan_nodes(data: CheckInput, results: Sequence[CheckResult]) -> dict[str, No
     """Each node's operations, from the facts and the checks' results (files first, then the live changes)."""
     failing = {r.id for r in results if r.status in (CheckStatus.FAIL, CheckStatus.WARN)}
     plans: dict[str, NodePlan] = {}
+    routes = missing_routes(data) if ROUTES in failing else {}  # after the addresses and links they leave by
     for node in sorted(data.facts):
         facts = data.facts[node]
         ops, notes = _file_ops(facts, results)
@@ -183,6 +212,7 @@ def plan_nodes(data: CheckInput, results: Sequence[CheckResult]) -> dict[str, No
         if readdress:
             ops += _address_ops(data, node, readdress)
         ops += [op for op in _link_ops(facts) if op.reason in failing]
+        ops += [Operation("route", r.dst, r.value, ROUTES, network=True) for r in routes.get(node, [])]
         if ops or notes:
             plans[node] = NodePlan(ops, notes)
     return plans

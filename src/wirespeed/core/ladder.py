@@ -88,6 +88,12 @@ def flows_between(facts: Mapping[str, NodeFacts], cabling: CablingMap, client: s
     return sorted(flows, key=lambda f: (order.index(f.source[1]) if f.source[1] in order else len(order), f.source))
 
 
+def linked_halves(cabling: CablingMap, client: str, server: str) -> int:
+    """How many halves link the two nodes, addressed or not: what a rung that leaves some idle is measured against
+    (a Spark as shipped addresses one half of each port; its twin, cabled all the same, carries nothing)."""
+    return sum(1 for a, b in cabling.links if {a[0], b[0]} == {client, server} and a[0] != b[0])
+
+
 def first_pair(cabling: CablingMap) -> tuple[str, str] | None:
     """The two nodes the single-pair rungs use: the first pair (by name) with a link between them."""
     pairs = sorted({tuple(sorted((a[0], b[0]))) for a, b in cabling.links if a[0] != b[0]})

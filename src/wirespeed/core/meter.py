@@ -49,8 +49,9 @@ def layout_from_facts(facts: NodeFacts) -> NodeLayout:
 
     def line_rate(halves: Sequence[str]) -> float | None:
         """The port's capacity per direction: its halves' rates added, capped by the PHY's link speed. A real
-        port's halves both report the one PHY's speed (200 + 200 capped at 200); halves shaped below it, or the
-        emulated cluster's veth halves, each carry their own rate (1 + 1 = 2)."""
+        port's halves both report the one PHY's speed (200 + 200 capped at 200); halves shaped below it, or halves
+        with no PCI function behind them (the emulated cluster's, each a link of its own), each carry their own
+        rate (1 + 1 = 2)."""
         speeds = [rate for h in halves if (rate := facts.line_rate_gbps(h)) is not None]
         if not speeds:
             return None
@@ -59,7 +60,7 @@ def layout_from_facts(facts: NodeFacts) -> NodeLayout:
             for h in halves
             if (netdev := facts.netdev(h)) is not None
             and isinstance(netdev.speed_mbps, int)
-            and not (netdev.driver == "veth" and h in facts.shaped_bps)  # a shaped veth's speed is a placeholder
+            and netdev.pci is not None  # no PCI function: no PHY shared with a twin half
         ]
         return min(sum(speeds), max(phys)) if phys else sum(speeds)
 

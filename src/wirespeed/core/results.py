@@ -123,16 +123,19 @@ class FlowResult:
     direction: Direction
     tool_gbps: float | None  # what the tool reported at the receiver
     error: str | None = None
+    # The tool's own per-second rates (iperf3's intervals, the warm-up left out): what the figure's spread is
+    # taken from (wirespeed.core.spread). Absent from records written before it was kept: read as ().
+    intervals_gbps: tuple[float, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {**self.flow.to_json(), "direction": self.direction.value, "receiver_gbps": self.tool_gbps,
-                "error": self.error}  # fmt: skip
+                "error": self.error, "intervals_gbps": list(self.intervals_gbps)}  # fmt: skip
 
     @staticmethod
     def from_json(data: Fields) -> FlowResult:
         return FlowResult(
             Flow.from_json(data), choice(data, "direction", Direction), data.opt_num("receiver_gbps"),
-            data.opt_text("error"),
+            data.opt_text("error"), data.number_list("intervals_gbps"),
         )  # fmt: skip
 
 
@@ -341,12 +344,14 @@ class Latency:
     max_us: float | None = None
     avg_us: float | None = None
     samples: int | None = None  # round trips measured
+    p25_us: float | None = None  # sockperf's quartiles of the round trips: the p50's spread (absent in older records)
+    p75_us: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             **self.flow.to_json(), "tool": self.tool, "message_bytes": self.message_bytes, "p50_us": self.p50_us,
             "p99_us": self.p99_us, "p999_us": self.p999_us, "min_us": self.min_us, "max_us": self.max_us,
-            "avg_us": self.avg_us, "samples": self.samples,
+            "avg_us": self.avg_us, "samples": self.samples, "p25_us": self.p25_us, "p75_us": self.p75_us,
         }  # fmt: skip
 
     @staticmethod
@@ -355,7 +360,7 @@ class Latency:
             flow=Flow.from_json(data), tool=data.text("tool"), message_bytes=data.whole("message_bytes"),
             p50_us=data.num("p50_us"), p99_us=data.opt_num("p99_us"), p999_us=data.opt_num("p999_us"),
             min_us=data.opt_num("min_us"), max_us=data.opt_num("max_us"), avg_us=data.opt_num("avg_us"),
-            samples=data.opt_whole("samples"),
+            samples=data.opt_whole("samples"), p25_us=data.opt_num("p25_us"), p75_us=data.opt_num("p75_us"),
         )  # fmt: skip
 
 

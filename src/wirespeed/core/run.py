@@ -18,6 +18,7 @@ from typing import Any
 from wirespeed.core.decode import Damaged, Fields, Figures
 from wirespeed.core.matrix import MatrixResult
 from wirespeed.core.results import SCHEMA_VERSION, RungResult, RungStatus, check_version, choice
+from wirespeed.core.spread import Spread, is_change, rung_spread
 from wirespeed.core.tune import TuneResult
 
 RUN_FILE = "run.json"
@@ -243,6 +244,7 @@ class TakeawayRow:
     why: str
     peak_tx_gbps: float | None = None  # at the wire, the busiest node's one interval: all its halves' TX added
     peak_duplex_gbps: float | None = None  # the same interval's TX and RX added
+    spread: Spread | None = None  # of the figure compared (Gb/s per direction, else p50): wirespeed.core.spread
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -250,6 +252,7 @@ class TakeawayRow:
             "full_duplex_gbps": self.full_duplex_gbps, "busbw_GBps": self.busbw_GBps, "p50_us": self.p50_us,
             "p99_us": self.p99_us, "busiest_core_percent": dict(self.busiest_core_percent), "ceiling": self.ceiling,
             "why": self.why, "peak_tx_gbps": self.peak_tx_gbps, "peak_duplex_gbps": self.peak_duplex_gbps,
+            "spread": None if self.spread is None else self.spread.to_json(),
         }  # fmt: skip
 
 
@@ -273,6 +276,7 @@ def takeaway(rungs: Sequence[RungResult]) -> list[TakeawayRow]:
                 why=(r.ceiling.evidence[0] if r.ceiling and r.ceiling.evidence else r.reason) or _latency_why(r),
                 peak_tx_gbps=None if wire is None or r.status is RungStatus.SKIPPED else wire[0],
                 peak_duplex_gbps=None if wire is None or r.status is RungStatus.SKIPPED else wire[2],
+                spread=rung_spread(r) if r.status is not RungStatus.SKIPPED else None,
             )
         )
     return rows
@@ -285,9 +289,18 @@ def _latency_why(rung: RungResult) -> str:
     return f"one way, {len(rung.latency)} half(s) ({tools}): p50 the median half, p99 the worst"
 
 
+LAYER_NAMES = {"tcp": "TCP", "rdma": "RDMA", "nccl": "NCCL"}
+
+
+def layer(rung: str) -> str:
+    """The ladder's layer a rung measures (`tcp-halves` -> TCP); a rung of no layer is named as it is."""
+    return LAYER_NAMES.get(rung.split("-", 1)[0], rung)
+
+
 def headline(run: Run, check_counts: Mapping[str, int] | None = None) -> str:
-    """One sentence for the top of a report or a line of `runs`: the highest figure measured and what limits it,
-    the lowest latency, the matrices' medians and outliers, what did not run, how the run ended, the checks."""
+    """One sentence for the top of a report or a line of `runs`, leading with the story: the highest figure, the
+    layer it reached and what limits it, then what the fixes moved (beyond noise) and what stayed within it; the
+    lowest latency, the matrices' medians and outliers, what did not run, how the run ended, the checks."""
     parts: list[str] = []
     final = run.in_phase("after") or run.in_phase(None) or run.in_phase("before")
     ran = [r for r in final if r.status is RungStatus.RAN and r.forward_gbps is not None]
@@ -296,7 +309,10 @@ def headline(run: Run, check_counts: Mapping[str, int] | None = None) -> str:
         limit = f", ceiling: {best.ceiling.name}" if best.ceiling else ""
         earlier = run.rung(best.rung, "before") if best.phase == "after" else None
         was = f" (before the fixes: {earlier.forward_gbps:.2f})" if earlier and earlier.forward_gbps is not None else ""
-        parts.append(f"highest: {best.forward_gbps:.2f} Gb/s per direction on {best.label}{limit}{was}")
+        parts.append(f"highest: {best.forward_gbps:.2f} Gb/s per direction on {best.label}, the {layer(best.rung)} "
+                     f"layer{limit}{was}")  # fmt: skip
+    if run.in_phase("before") and run.in_phase("after"):
+        parts += moved(phase_rows(run))
     for r in final:
         if r.status is RungStatus.RAN and r.p50_us is not None:
             tail = f", p99 {r.p99_us:.1f} us" if r.p99_us is not None else ""
@@ -328,16 +344,39 @@ class PhaseRow:
     before: TakeawayRow | None
     after: TakeawayRow | None
 
-    @property
-    def change_percent(self) -> float | None:
-        """The per-direction figure's change, or p50 latency's for a latency rung (lower is better there)."""
+    def _figures(self) -> tuple[float, float] | None:
+        """The two figures compared: per direction, or p50 latency for a latency rung (lower is better there)."""
         a, b = self.before, self.after
         if a is None or b is None:
             return None
         for x, y in ((a.forward_gbps, b.forward_gbps), (a.p50_us, b.p50_us)):
             if x is not None and y is not None and x > 0:
-                return 100.0 * (y - x) / x
+                return x, y
         return None
+
+    @property
+    def change_percent(self) -> float | None:
+        """The compared figure's change as measured, noise or not (`changed` says which)."""
+        figures = self._figures()
+        return None if figures is None else 100.0 * (figures[1] - figures[0]) / figures[0]
+
+    @property
+    def changed(self) -> bool | None:
+        """Whether the change is more than either phase's spread (False: within noise); None where a phase has no
+        spread to judge it by (a perftest figure, a record written before spreads were kept)."""
+        figures = self._figures()
+        if figures is None or self.before is None or self.after is None:
+            return None
+        return is_change(*figures, self.before.spread, self.after.spread)
+
+    @property
+    def ceiling_moved(self) -> bool:
+        """The ceiling named differs between the phases, and the figure moved by more than noise: a ceiling that
+        flips while the figure stays within its spread is not a change."""
+        a, b = self.before, self.after
+        if a is None or b is None or a.ceiling == b.ceiling:
+            return False
+        return self.changed is not False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -345,6 +384,7 @@ class PhaseRow:
             "before": None if self.before is None else self.before.to_json(),
             "after": None if self.after is None else self.after.to_json(),
             "change_percent": self.change_percent,
+            "within_noise": self.changed is False,
         }
 
 
@@ -354,6 +394,29 @@ def phase_rows(run: Run) -> list[PhaseRow]:
     after = {row.rung.removesuffix(" (after)"): row for row in takeaway(run.in_phase("after"))}
     names = [*before, *(n for n in after if n not in before)]
     return [PhaseRow(name, before.get(name), after.get(name)) for name in names]
+
+
+def moved(rows: Sequence[PhaseRow]) -> list[str]:
+    """What the fixes moved beyond noise (figure, change, ceiling), and which rungs stayed within their spread."""
+    changed: list[str] = []
+    noise: list[str] = []
+    for row in rows:
+        a, b, change = row.before, row.after, row.change_percent
+        if a is None or b is None or change is None:
+            continue
+        if row.changed is False:
+            noise.append(row.rung)
+            continue
+        if abs(change) < 0.5:
+            continue
+        if a.forward_gbps is not None and b.forward_gbps is not None:
+            figures = f"{a.forward_gbps:.2f} -> {b.forward_gbps:.2f} Gb/s"
+        else:
+            figures = f"p50 {a.p50_us or 0.0:.1f} -> {b.p50_us or 0.0:.1f} us"
+        ceiling = f", {a.ceiling} -> {b.ceiling}" if row.ceiling_moved and a.ceiling and b.ceiling else ""
+        changed.append(f"{row.rung} {figures} ({change:+.0f}%{ceiling})")
+    found = [f"the fixes moved {', '.join(changed)}" if changed else "the fixes moved no figure beyond its noise"]
+    return found + ([f"within noise: {', '.join(noise)}"] if noise else [])
 
 
 def matrix_headline(m: MatrixResult) -> str:

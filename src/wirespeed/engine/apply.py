@@ -11,7 +11,7 @@ from typing import Any
 from wirespeed.adapters import files
 from wirespeed.adapters.configroot import system_path
 from wirespeed.adapters.process import run_process
-from wirespeed.core.fixplan import NETPLAN_DIR, Operation, undo_of
+from wirespeed.core.fixplan import NETPLAN_DIR, Operation, check_route, undo_of
 
 
 def _sysctl_path(key: str) -> Path:
@@ -23,6 +23,17 @@ def _ipv4(iface: str) -> list[str]:
     outcome = _ip(["ip", "-j", "-4", "addr", "show", "dev", iface])
     data = json.loads(outcome or "[]")
     return [f"{a['local']}/{a['prefixlen']}" for link in data for a in link.get("addr_info", []) if "local" in a]
+
+
+def _route(target: str) -> str:
+    """The main table's route to exactly `target`, as a route operation holds it ("via GATEWAY dev IFACE", "dev
+    IFACE" for a route on the link itself), or "" when there is none."""
+    data = json.loads(_ip(["ip", "-j", "-4", "route", "show", "table", "main", "exact", target]) or "[]")
+    for route in data:
+        parts = [f"via {route['gateway']}"] if route.get("gateway") else []
+        parts += [f"dev {route['dev']}"] if route.get("dev") else []
+        return " ".join(parts)
+    return ""
 
 
 def _ip(argv: list[str]) -> str:
@@ -40,6 +51,8 @@ def observe(op: Operation) -> str | None:
         return Path(f"/sys/class/net/{op.target}/mtu").read_text().strip()
     if op.kind == "addr":
         return " ".join(_ipv4(op.target))
+    if op.kind == "route":
+        return _route(op.target)
     if op.kind in ("file", "unlink"):
         try:
             return system_path(op.target).read_text()
@@ -82,6 +95,12 @@ def apply_one(op: Operation) -> None:
             _ip(["ip", "addr", "add", cidr, "dev", op.target])
         for cidr in (c for c in current if c not in wanted):
             _ip(["ip", "addr", "del", cidr, "dev", op.target])
+    elif op.kind == "route":
+        check_route(op.target, op.value)
+        if op.value:
+            _ip(["ip", "route", "replace", op.target, *op.value.split()])
+        elif _route(op.target):
+            _ip(["ip", "route", "del", op.target])
     else:
         _ip(["ip", "link", "set", "dev", op.target, *(["mtu", op.value] if op.kind == "mtu" else [op.value])])
 

@@ -26,6 +26,7 @@ from wirespeed.core.facts import (
     PendingFix,
     RdmaDevice,
     RdmaPort,
+    Route,
     Tool,
     Unknown,
 )
@@ -270,7 +271,7 @@ def _rdma(source: NodeSource, v4: dict[str, set[str]]) -> tuple[tuple[RdmaDevice
     if not source.exists(IB):
         reason = "no RDMA devices: /sys/class/infiniband does not exist"
         if source.emulated:
-            reason += " (emulated cluster: its links are veth pairs, not ConnectX)"
+            reason += " (emulated cluster: its links are macvlan or veth, not ConnectX)"
         return (), reason
     devices: list[RdmaDevice] = []
     for name in _listdir(source, IB):
@@ -591,6 +592,7 @@ GLOBAL_SYSCTLS = (
     "net.ipv4.conf.all.arp_announce",
     "net.ipv4.conf.all.rp_filter",
     "net.ipv4.conf.default.rp_filter",
+    "net.ipv4.ip_forward",  # a ring's relays forward between their cables
 )
 PER_INTERFACE_SYSCTLS = (
     "net.ipv4.conf.{}.arp_ignore",
@@ -731,6 +733,12 @@ def _firewall(source: NodeSource) -> dict[str, str]:
     return found
 
 
+def _routes(source: NodeSource) -> tuple[Route, ...] | Unknown:
+    """The IPv4 main table; the same reading `_management` takes for the default route (one recorded output)."""
+    found = source.output("ip_route", lambda: run_command(["ip", "-j", "route", "show", "table", "main"]))
+    return _parsed("ip_route", found, "ip -j route", sv.ip_routes_json)
+
+
 def _fix_journals() -> Output:
     try:
         return Output(0, json.dumps(fixjournal.pending()) + "\n")
@@ -825,6 +833,7 @@ def _for_checks(source: NodeSource, fabric: list[str], privileged: bool | None) 
         "dmi": _dmi(source),
         "root_ports": _root_ports(source),
         "pending_fixes": _pending_fixes(source, privileged),
+        "routes": _routes(source),
         "environment": environment,
         "in_container": _in_container(source),
         "dev_infiniband": devices,

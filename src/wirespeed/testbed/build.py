@@ -24,6 +24,7 @@ from wirespeed.testbed.plan import (
     MGMT_BRIDGE,
     MGMT_IFACE,
     SWITCH_BRIDGE,
+    Endpoint,
     FabricIface,
     TestbedPlan,
     host_iface_name,
@@ -45,6 +46,61 @@ def tbf_args(rate_bps: int) -> list[str]:
     """tbf shaping for one half. The bucket holds a few ms at rate, and at least a few GSO super-packets."""
     burst_bytes = max(256 * 1024, rate_bps // 8 // 250)
     return ["tbf", "rate", tc_rate(rate_bps), "burst", str(burst_bytes), "latency", "50ms"]
+
+
+SHIPPED_TCP_BUFFERS = (  # the kernel's defaults since Linux 4.20 (net/ipv4/tcp.c tcp_init), as a fresh DGX OS has
+    ("net.ipv4.tcp_rmem", "4096 131072 6291456"),
+    ("net.ipv4.tcp_wmem", "4096 16384 4194304"),
+)
+
+# On a testbed with an ordinary account (`--user`), a shaped node-to-node cable is two macvlan halves (mode bridge)
+# over one tap device in the management namespace, not a veth pair: a veth reports a fixed 10000 Mb/s and refuses
+# `ethtool -s` (drivers/net/veth.c has no set_link_ksettings), while a tap keeps the speed `ethtool -s` gives it and
+# a macvlan reports its lower device's. So each half tells every reader, root or not, the shaped rate as its own link
+# speed, as a NIC reports its rate (root also reads the tc qdisc; the account, without /usr/sbin, does not). Root's
+# own testbeds keep veth pairs: a macvlan pair forwards through the tap without the receiver's MTU check, so a half
+# at a lower MTU would not drop its peer's larger frames as a veth (and a NIC) does (`testbed fault --mtu`).
+# A tap has carrier only while a process holds it open: one small holder per testbed (WIRE_HOLDER) keeps them all,
+# and lives in the management namespace, where `down` ends it with the rest. Frames between the two macvlans go
+# straight from one to the other; only what neither owns reaches the tap, which drops it.
+WIRE_MTU = 65521  # a tap's largest MTU (65535 less the Ethernet header): every MTU a half may take fits under it
+WIRE_HOLDER_PID = "wires.pid"
+WIRE_HOLDER = r"""import fcntl, os, signal, struct, sys
+TUNSETIFF, IFF_TAP, IFF_NO_PI = 0x400454CA, 0x0002, 0x1000
+fds = []
+for name in sys.argv[2:]:
+    fd = os.open("/dev/net/tun", os.O_RDWR)
+    fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", name.encode(), IFF_TAP | IFF_NO_PI))
+    fds.append(fd)
+with open(sys.argv[1] + ".new", "w") as handle:
+    handle.write(f"{os.getpid()}\n")
+os.rename(sys.argv[1] + ".new", sys.argv[1])
+while True:
+    signal.pause()
+"""
+
+
+def wire_name(index: int) -> str:
+    """The tap under the `index`-th link of `links(plan)`."""
+    return f"wire{index}"
+
+
+def rated_links(plan: TestbedPlan) -> dict[tuple[str, str], str]:
+    """(netns, interface) -> its tap, for both ends of every shaped node-to-node link of a testbed with an ordinary
+    account (the ones whose halves report the shaped rate as their link speed); a switch's ports, an unshaped
+    testbed and root's testbeds keep veth pairs."""
+    if plan.half_rate_bps <= 0 or plan.user is None:
+        return {}
+    wires: dict[tuple[str, str], str] = {}
+    for index, (here, there) in enumerate(links(plan)):
+        if there.netns != plan.switch_netns:
+            wires[(here.netns, here.iface)] = wires[(there.netns, there.iface)] = wire_name(index)
+    return wires
+
+
+def link_speed_mbps(rate_bps: int) -> int:
+    """`ethtool -s ... speed N` for a rate: whole Mb/s, at least 1."""
+    return max(1, round(rate_bps / 10**6))
 
 
 def pick_mgmt_index(prefix: str) -> int:
@@ -155,8 +211,17 @@ class _Builder:
         for node in self.plan.nodes:
             # A well-set multi-homed host: each half answers ARP only for its own address (through a switch
             # every half hears every ARP request). `wirespeed check` (sysctl.arp) flags hosts without it.
-            self.sysctl(node.name, "net.ipv4.conf.all.arp_ignore", "1")
-            self.sysctl(node.name, "net.ipv4.conf.all.arp_announce", "2")
+            # As shipped, the kernel's own: ARP answered on any interface, and TCP buffers at the kernel's defaults
+            # (a new namespace copies this host's, which may be tuned), for sysctl.arp and sysctl.tcp to find.
+            shipped = self.plan.as_shipped
+            self.sysctl(node.name, "net.ipv4.conf.all.arp_ignore", "0" if shipped else "1")
+            self.sysctl(node.name, "net.ipv4.conf.all.arp_announce", "0" if shipped else "2")
+            for key, value in SHIPPED_TCP_BUFFERS if shipped else ():
+                self.sysctl(node.name, key, value)
+            # A node forwards as a fresh Ubuntu does: not at all until told to. A new namespace takes the host's
+            # IPv4 settings (net.core.devconf_inherit_init_net 0), and a host running Docker forwards; a ring's
+            # relays then forward for real, in their own namespace, once `wirespeed fix` (ring.forward) says so.
+            self.sysctl(node.name, "net.ipv4.ip_forward", "0")
 
     def management(self) -> None:
         plan = self.plan
@@ -192,7 +257,11 @@ class _Builder:
         if plan.switch_netns:
             self.ip(plan.switch_netns, "link", "add", SWITCH_BRIDGE, "type", "bridge")
             self.ip(plan.switch_netns, "link", "set", SWITCH_BRIDGE, "mtu", str(plan.switch_mtu), "up")
-        for here, there in links(plan):
+        wires = rated_links(plan)
+        for index, (here, there) in enumerate(links(plan)):
+            if (here.netns, here.iface) in wires:
+                self.rated_link(wire_name(index), here, there)
+                continue
             self.ip(
                 here.netns,
                 "link",
@@ -224,17 +293,45 @@ class _Builder:
                         spare.netns,
                     )
                 self.configure_half(iface)
+        if wires:
+            self.hold_wires(sorted(set(wires.values())))
         for port in plan.switch_ports:
             assert plan.switch_netns is not None
             self.ip(plan.switch_netns, "link", "set", port.name, "mtu", str(plan.switch_mtu))
             self.ip(plan.switch_netns, "link", "set", port.name, "master", SWITCH_BRIDGE, "up")
             self.shape(plan.switch_netns, port.name, plan.half_rate_bps)
 
+    def rated_link(self, wire: str, here: Endpoint, there: Endpoint) -> None:
+        """A cable whose halves report its rate: a tap at that speed, a macvlan on it at each end (WIRE_HOLDER)."""
+        mgmt = self.plan.mgmt_netns
+        self.ip(mgmt, "tuntap", "add", "dev", wire, "mode", "tap")
+        self.ip(mgmt, "link", "set", wire, "mtu", str(WIRE_MTU), "up")
+        set_link_speed(mgmt, wire, self.plan.half_rate_bps)
+        for end in (here, there):
+            self.ip(mgmt, "link", "add", "link", wire, "name", end.iface, "netns", end.netns, "type", "macvlan",
+                    "mode", "bridge")  # fmt: skip
+
+    def hold_wires(self, wires: list[str]) -> None:
+        """Start the process that keeps every tap open (their carrier), detached, in the management namespace; it
+        writes its pid once it holds them all."""
+        system.run(
+            ["ip", "netns", "exec", self.plan.mgmt_netns, "sh", "-c",
+             'exe=$1 script=$2; shift 2; setsid "$exe" -c "$script" "$@" </dev/null >/dev/null 2>&1 &',
+             "wirespeed-wires", sys.executable, WIRE_HOLDER, str(self.dir / WIRE_HOLDER_PID), *wires],
+            "starting the holder of the fabric's taps",
+        )  # fmt: skip
+
     def configure_half(self, iface: FabricIface) -> None:
         node = iface.node
         self.ip(node, "link", "set", iface.name, "address", iface.mac, "mtu", str(self.plan.mtu))
         if iface.address:
             self.ip(node, "addr", "add", iface.address, "dev", iface.name)
+        if self.plan.as_shipped and iface.cabled and not iface.address:
+            # As shipped, the twin half has only the IPv6 link-local address the kernel gives it (fe80::/64).
+            system.run(
+                ["ip", "netns", "exec", node, "sysctl", "-qw", f"net.ipv6.conf.{iface.name}.disable_ipv6=0"],
+                f"{node}: IPv6 link-local on {iface.name}",
+            )
         self.ip(node, "link", "set", iface.name, "up")
         if iface.cabled:
             self.shape(node, iface.name, self.plan.half_rate_bps)
@@ -462,6 +559,7 @@ def up(
     mdns: bool = False,
     user: str | None = None,
     sudo: str | None = None,
+    as_shipped: bool = False,
     progress: Progress = _quiet,
 ) -> TestbedState:
     """Bring a testbed up. An identical healthy one is kept; a half-built or different one is rebuilt."""
@@ -495,6 +593,7 @@ def up(
             mdns=mdns,
             user=user,
             sudo=sudo,
+            as_shipped=as_shipped,
         )
 
     requested = plan_for(existing.plan.mgmt_index if existing else 0)  # validates before anything is touched
@@ -518,6 +617,11 @@ def up(
         f"fabric: {plan.topology}, {len(links(plan))} halves "
         + (f"shaped to {format_rate(plan.half_rate_bps)}, " if plan.half_rate_bps > 0 else "not shaped, ")
         + f"MTU {plan.mtu}"
+        + (
+            ", as shipped: IPv4 link-local on one half of each port, its twin IPv6 link-local only"
+            if plan.as_shipped
+            else ""
+        )
     )
     builder.fabric()
     builder.hostnames()
@@ -525,6 +629,11 @@ def up(
     builder.ssh(state)
     builder.wait_for_sshd()
     builder.wait_for_carrier()
+    if rated_links(plan) and not (builder.dir / WIRE_HOLDER_PID).exists():
+        raise TestbedError(
+            "the process holding the fabric's taps did not start: the cabled halves have no carrier",
+            hint="it needs /dev/net/tun (the tun driver); `wirespeed testbed down` removes the half-built testbed",
+        )
     state.phase = "up"
     state.save()
     progress(f"testbed {prefix!r} is up; cluster file: {state.cluster_file}")
@@ -644,11 +753,28 @@ def health_problems(state: TestbedState) -> list[str]:
             continue
         if not system.pid_alive(pid):
             problems.append(f"{node.name}: sshd (pid {pid}) is not running")
+    holder = state.directory / WIRE_HOLDER_PID
+    if rated_links(state.plan):
+        try:
+            alive = system.pid_alive(int(holder.read_text().strip()))
+        except (OSError, ValueError):
+            alive = False
+        if not alive:
+            problems.append("the holder of the fabric's taps is not running: the cabled halves have no carrier")
     if not system.link_exists(state.plan.host_iface):
         problems.append(f"management link {state.plan.host_iface} is missing on this host")
     if state.plan.user and not (state.directory / account.PASSWORD_FILE).is_file():
         problems.append(f"the password file of account {state.plan.user} is missing")
     return problems
+
+
+def set_link_speed(netns: str, wire: str, rate_bps: int) -> None:
+    """The link speed a tap (and the macvlan halves over it) reports: the cable's rate, as a NIC reports its own."""
+    speed = str(link_speed_mbps(rate_bps))
+    system.run(
+        ["ip", "netns", "exec", netns, "ethtool", "-s", wire, "speed", speed, "duplex", "full"],
+        f"{netns}: link speed of {wire}",
+    )
 
 
 def _qdisc_rate(netns: str, dev: str) -> int | None:
@@ -790,6 +916,9 @@ def fault(prefix: str, node: str, iface: str, change: Fault) -> dict[str, Any]:
         system.run(["ip", "-n", netns, "link", "set", dev, "mtu", str(change.mtu)], f"{netns}: MTU of {dev}")
     if change.down:
         system.run(["ip", "-n", netns, "link", "set", dev, "down"], f"{netns}: taking {dev} down")
+        wire = rated_links(state.plan).get((netns, dev))
+        if wire:  # the far end loses its link too, as a veth's peer (and a real cable's) does
+            system.run(["ip", "-n", state.plan.mgmt_netns, "link", "set", wire, "down"], f"taking {wire} down")
     if change.unaddress:
         system.run(["ip", "-n", netns, "-4", "addr", "flush", "dev", dev], f"{netns}: removing addresses of {dev}")
     if change.ipv6 is not None:
@@ -799,6 +928,9 @@ def fault(prefix: str, node: str, iface: str, change: Fault) -> dict[str, Any]:
             ["tc", "-n", netns, "qdisc", "replace", "dev", dev, "root", *tbf_args(change.rate_bps)],
             f"{netns}: rate of {dev}",
         )
+        wire = rated_links(state.plan).get((netns, dev))
+        if wire:  # the link's own speed follows (both of its ends report it, as a renegotiated cable would)
+            set_link_speed(state.plan.mgmt_netns, wire, change.rate_bps)
     key = f"{netns}/{dev}"
     state.faults[key] = {**state.faults.get(key, {}), **change.to_json()}
     state.save()
@@ -812,15 +944,22 @@ def revert(prefix: str, node: str, iface: str) -> dict[str, Any]:
     netns, dev, address, rate = _target(state, node, iface)
     mtu = state.plan.switch_mtu if netns == state.plan.switch_netns else state.plan.mtu
     system.run(["ip", "-n", netns, "link", "set", dev, "mtu", str(mtu)], f"{netns}: MTU of {dev}")
-    _ipv6(state, netns, dev, False)
+    half = state.plan.node(node).iface(iface) if netns != state.plan.switch_netns else None
+    shipped_twin = state.plan.as_shipped and half is not None and half.cabled and half.address is None
+    _ipv6(state, netns, dev, shipped_twin)  # as shipped, the unaddressed twin keeps its IPv6 link-local address
     if address:
         system.run(["ip", "-n", netns, "-4", "addr", "replace", address, "dev", dev], f"{netns}: address of {dev}")
     system.run(["ip", "-n", netns, "link", "set", dev, "up"], f"{netns}: bringing {dev} up")
+    wire = rated_links(state.plan).get((netns, dev))
+    if wire:
+        system.run(["ip", "-n", state.plan.mgmt_netns, "link", "set", wire, "up"], f"bringing {wire} up")
     if rate:
         system.run(
             ["tc", "-n", netns, "qdisc", "replace", "dev", dev, "root", *tbf_args(rate)],
             f"{netns}: rate of {dev}",
         )
+        if wire:
+            set_link_speed(state.plan.mgmt_netns, wire, rate)
     elif "rate_bps" in state.faults.get(f"{netns}/{dev}", {}):  # an unshaped testbed: take the fault's tbf away
         system.run(["tc", "-n", netns, "qdisc", "del", "dev", dev, "root"], f"{netns}: rate of {dev}", check=False)
     removed = state.faults.pop(f"{netns}/{dev}", None)

@@ -5,6 +5,11 @@ interface `enP7s7` and two 200G ports, each seen by Linux as two ~100G PCIe halv
 the peer's matching half, shaped to `half_rate_bps`, and its own subnet, as NVIDIA's current playbooks address
 them. Addresses stay inside 198.18.0.0/15 (RFC 2544 benchmarking space): management 198.18.K.0/24, fabric
 198.19.S.0/24.
+
+`as_shipped` lays the fabric out as a Spark comes out of the box with NVIDIA's connect-two-sparks netplan
+(`link-local: [ ipv4 ]` on `enp1s0f0np0` and `enp1s0f1np1` only): the PCI-domain-0000 half of each cabled port has
+an IPv4 link-local address (169.254.S+1.N/16, one /16 shared by every such half, as IPv4LL gives them), its twin
+only the IPv6 link-local address the kernel gives every interface, and the MTU is 1500.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ SWITCH_BRIDGE = "br0"
 MGMT_BRIDGE = "br0"
 _PREFIX_RE = re.compile(r"^[a-z][a-z0-9]{0,7}-?$")
 MAX_NODES = 16
+MIN_RING, MAX_RING = 3, 8  # past three, pairs that share no cable reach each other through relays
 
 
 class Topology(StrEnum):
@@ -107,6 +113,7 @@ class TestbedPlan:
     mdns: bool = False  # every node announces ssh over mDNS (avahi), as a Spark does
     user: str | None = None  # the nodes' own account that ssh logs in as (testbed/account.py); None: root
     sudo: str = "password"  # with `user`: how its sudo asks (account.SudoMode)
+    as_shipped: bool = False  # link-local on one half of each port, the twin IPv6 link-local only (module docstring)
 
     @property
     def login_user(self) -> str:
@@ -201,6 +208,7 @@ def plan_from_json(data: dict[str, Any]) -> TestbedPlan:
         mdns=bool(data.get("mdns", False)),
         user=data.get("user"),
         sudo=str(data.get("sudo", "password")),
+        as_shipped=bool(data.get("as_shipped", False)),
     )
 
 
@@ -232,6 +240,7 @@ def make_plan(
     mdns: bool = False,
     user: str | None = None,
     sudo: str | None = None,
+    as_shipped: bool = False,
 ) -> TestbedPlan:
     """Lay out a testbed. Raises `UsageError` for combinations that cannot be cabled."""
     validate_prefix(prefix)
@@ -252,10 +261,10 @@ def make_plan(
         raise UsageError(f"management index {mgmt_index} is out of range 0-255")
     if topology is Topology.DIRECT and nodes != 2:
         raise UsageError(f"a direct topology has exactly 2 nodes, not {nodes}", hint="use --topology switch for more")
-    if topology is Topology.RING and nodes != 3:
+    if topology is Topology.RING and not MIN_RING <= nodes <= MAX_RING:
         raise UsageError(
-            f"a ring has exactly 3 nodes, not {nodes}",
-            hint="NVIDIA supports rings of three; use --topology switch for more",
+            f"a ring has {MIN_RING} to {MAX_RING} nodes, not {nodes}",
+            hint="two nodes are --topology direct; use --topology switch for more",
         )
     if topology is Topology.RING and cables != 2:
         cables = 2  # every ring node uses both ports: port 0 to the next node, port 1 to the previous one
@@ -278,7 +287,8 @@ def make_plan(
                 wiring[(1, port, half)] = (Endpoint(names[1], iface), subnet)
                 wiring[(2, port, half)] = (Endpoint(names[0], iface), subnet)
     elif topology is Topology.RING:
-        # Cable c joins node c's port 0 to node c+1's port 1 (the connect-three-sparks playbook).
+        # Cable c joins node c's port 0 to node c+1's port 1 (the connect-three-sparks playbook), the last node's
+        # back to node 1; each half of each cable is its own subnet, 198.19.(2c+half).0/24.
         for cable in range(nodes):
             a, b = cable + 1, (cable + 1) % nodes + 1
             for half in (0, 1):
@@ -321,7 +331,7 @@ def make_plan(
                     port=port,
                     half=half,
                     mac=_mac(index, slot),
-                    address=f"198.19.{wired[1]}.{index}/24" if wired else None,
+                    address=_address(wired[1], index, half, as_shipped) if wired else None,
                     peer=wired[0] if wired else None,
                     placeholder=None if wired else Endpoint(mgmt_ns, f"u{index}p{port}h{half}"),
                 )
@@ -350,7 +360,15 @@ def make_plan(
         mdns=mdns,
         user=user,
         sudo=sudo_mode.value,
+        as_shipped=as_shipped,
     )
+
+
+def _address(subnet: int, node_index: int, half: int, as_shipped: bool) -> str | None:
+    """A cabled half's IPv4 address: its own 198.19.S.0/24; as shipped, link-local on half 0 and none on half 1."""
+    if not as_shipped:
+        return f"198.19.{subnet}.{node_index}/24"
+    return f"169.254.{subnet + 1}.{node_index}/16" if half == 0 else None
 
 
 def links(plan: TestbedPlan) -> list[tuple[Endpoint, Endpoint]]:

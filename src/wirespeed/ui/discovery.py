@@ -6,6 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from wirespeed.core.cabling import PortLink
 from wirespeed.core.discovery import Discovery
 from wirespeed.core.facts import NodeFacts, Unknown
 from wirespeed.core.units import format_rate
@@ -156,7 +157,15 @@ def cabling_diagram(discovery: Discovery) -> Text:
         for (node, port), peers in sorted(by_port.items()):
             text.append(f"  {node} {port} ──[switch]── reaches {', '.join(sorted(peers))}\n")
     else:
-        for link in cabling.port_links:
+        links = list(cabling.port_links)
+        if cabling.order:
+            loop = (*cabling.order, cabling.order[0]) if cabling.topology == "ring" else cabling.order
+            text.append(f"  {'ring' if cabling.topology == 'ring' else 'chain'}: {' → '.join(loop)}\n")
+            position = {node: i for i, node in enumerate(cabling.order)}
+            links.sort(key=lambda pl: _cable_position(position, pl.a_node, pl.b_node))
+        for link in links:
+            if cabling.order and position[link.a_node] != _cable_position(position, link.a_node, link.b_node):
+                link = _flipped(link)
             text.append(f"  {link.a_node} {link.a_port} ════ {link.b_node} {link.b_port}\n")
             for a_if, b_if in link.halves:
                 text.append(f"      {a_if} ── {b_if}\n", style="dim")
@@ -170,6 +179,19 @@ def cabling_diagram(discovery: Discovery) -> Text:
     for reason in discovery.errors.values():
         text.append(f"  not read: {reason}\n", style="red")
     return text
+
+
+def _cable_position(position: dict[str, int], a: str, b: str) -> int:
+    """The ring position of the cable between two neighbours: that of the node it leaves (the one before the other
+    in cable order; the last node's cable returns to the first)."""
+    i, j = position.get(a, 0), position.get(b, 0)
+    if abs(i - j) == 1:
+        return min(i, j)
+    return max(i, j)
+
+
+def _flipped(link: PortLink) -> PortLink:
+    return PortLink(link.b_node, link.b_port, link.a_node, link.a_port, tuple((b, a) for a, b in link.halves))
 
 
 def discovery_view(discovery: Discovery) -> RenderableType:

@@ -315,6 +315,7 @@ def markdown(report: RunReport) -> str:
         measured, skipped = takeaway.measured_and_skipped(pairs)
         out += ["Every rung before and after the fixes (the other columns: after).", ""]
         out += _md_table(takeaway.PHASE_COLUMNS, [takeaway.phase_cells(row) for row in measured])
+        out += [*(f"- {line.strip()}" for line in takeaway.spread_notes(measured)), ""]
         out += [*(f"- {line}" for line in skipped), ""] if skipped else []
     elif report.rungs:
         out += _md_table(takeaway.COLUMNS, _takeaway_rows(report))
@@ -601,6 +602,7 @@ def html(report: RunReport) -> str:
         measured, skipped = takeaway.measured_and_skipped(pairs)
         parts.append('<p class="note">Every rung before and after the fixes; the other columns are after.</p>')
         parts.append(_table(takeaway.PHASE_COLUMNS, [takeaway.phase_cells(row) for row in measured]))
+        parts += [f'<p class="note">{_h(line.strip())}</p>' for line in takeaway.spread_notes(measured)]
         parts += [f'<p class="note">{_h(line)}</p>' for line in skipped]
     elif report.rungs:
         parts.append(_table(takeaway.COLUMNS, _takeaway_rows(report)))

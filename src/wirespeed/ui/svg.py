@@ -14,6 +14,11 @@ from html import escape
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f")
 WIDTH, HEIGHT = 860, 300
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 28, 60
+# A line drawn on top of an earlier one (two cables carrying the same traffic) would hide it: it gets its own dash
+# pattern and is lifted by a few pixels per line beneath it, so every line stays visible and tells itself apart.
+OVERLAP_DASHES = ("2 3", "9 3 2 3", "1 2", "12 4")
+OVERLAP_LIFT_PX = 2.5
+OVERLAP_PX = 2.0  # points this close (at the same x) lie on top of each other
 
 
 @dataclass(frozen=True)
@@ -157,26 +162,35 @@ def line_chart(title: str, lines: Sequence[Line], axes: Axes, width: int = WIDTH
             f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + plot_w}" y2="{y:.1f}" stroke="#333" stroke-dasharray="2 3"/>'
         )
         parts.append(_text(LEFT + plot_w - 4, y - 4, level.label, anchor="end", size=10))
-    for line in lines:
-        dash = ' stroke-dasharray="6 3"' if line.dashed else ""
-        for segment in line.segments:
-            kept = [(x, y) for x, y in segment if not axes.x_log2 or x > 0]
+    drawn = [[[(px(x), py(y)) for x, y in segment if not axes.x_log2 or x > 0] for segment in line.segments]
+             for line in lines]  # fmt: skip
+    beneath = _beneath(drawn)
+    dashes: list[str] = []
+    for line, segments, under in zip(lines, drawn, beneath, strict=True):
+        # a dashed line (a cable's RX) on top of another takes the next pattern: its solid twin (TX) keeps its own
+        shift = len(under) - 1 + (1 if line.dashed else 0)
+        pattern = OVERLAP_DASHES[shift % len(OVERLAP_DASHES)] if under else "6 3" if line.dashed else ""
+        dash = f' stroke-dasharray="{pattern}"' if pattern else ""
+        dashes.append(dash)
+        lift = OVERLAP_LIFT_PX * len(under)
+        title = line.label + (f" (on top of {', '.join(lines[i].label for i in under)}: drawn {lift:g} px higher)"
+                              if under else "")  # fmt: skip
+        for kept in segments:
             if len(kept) == 1:
                 x, y = kept[0]
-                parts.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.5" fill="{line.color}"/>')
+                parts.append(f'<circle cx="{x:.1f}" cy="{y - lift:.1f}" r="2.5" fill="{line.color}"/>')
             elif kept:
-                path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in kept)
+                path = " ".join(f"{x:.1f},{y - lift:.1f}" for x, y in kept)
                 parts.append(
                     f'<polyline points="{path}" fill="none" stroke="{line.color}" stroke-width="1.6"{dash}>'
-                    f"<title>{escape(line.label)}</title></polyline>"
+                    f"<title>{escape(title)}</title></polyline>"
                 )
     legend_x = LEFT + 8
     legend_y = TOP + plot_h + 34
-    for line in lines:
+    for line, dash in zip(lines, dashes, strict=True):
         label_width = 7 * len(line.label) + 34
         if legend_x + label_width > width:
             break  # the rest is in the table beside the chart
-        dash = ' stroke-dasharray="6 3"' if line.dashed else ""
         parts.append(
             f'<line x1="{legend_x}" y1="{legend_y - 4}" x2="{legend_x + 22}" y2="{legend_y - 4}" '
             f'stroke="{line.color}" stroke-width="2"{dash}/>'
@@ -185,6 +199,23 @@ def line_chart(title: str, lines: Sequence[Line], axes: Axes, width: int = WIDTH
         legend_x += label_width
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _beneath(drawn: Sequence[Sequence[Sequence[tuple[float, float]]]]) -> list[list[int]]:
+    """For each line (as pixel points), the earlier lines it lies on top of: most of its points within
+    `OVERLAP_PX` of theirs at the same x."""
+    found: list[list[int]] = []
+    for i, line in enumerate(drawn):
+        points = [p for segment in line for p in segment]
+        under: list[int] = []
+        for j in range(i):
+            theirs = {round(x, 1): y for segment in drawn[j] for x, y in segment}
+            shared = [(y, theirs[round(x, 1)]) for x, y in points if round(x, 1) in theirs]
+            close = sum(1 for mine, other in shared if abs(mine - other) <= OVERLAP_PX)
+            if len(shared) >= 2 and close >= 0.8 * len(points):
+                under.append(j)
+        found.append(under)
+    return found
 
 
 def bar_chart(title: str, bars: Sequence[Bar], unit: str, width: int = WIDTH) -> str:

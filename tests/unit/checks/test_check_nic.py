@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from builders import P1H0, P1H1, assert_actionable, cluster, run, spark, two_sparks
+from builders import P1H0, P1H1, assert_actionable, cluster, run, spark, two_sparks, without_rdma
 
 from wirespeed.core.checks.model import ActiveResults, CheckStatus
 
@@ -41,6 +41,17 @@ def test_offloads_warn_with_the_ethtool_fix() -> None:
     }
     [fix] = outcome.fixes
     assert fix.node == "s1" and fix.commands == (f"ethtool -K {P1H0} gro on",)  # a [fixed] feature is not offered
+
+
+def test_a_virtual_links_fixed_off_offloads_are_its_nature_not_a_finding() -> None:
+    """The emulated cluster's halves are macvlans over a tap: rx-checksumming off [fixed], nothing to turn on."""
+    macvlan = {**ALL_ON, "rx-checksumming": [False, True]}
+    virtual = [without_rdma(spark(n, h, offloads={P1H0: macvlan, P1H1: macvlan})) for n, h in (("s1", 10), ("s2", 11))]
+    assert run("nic.offloads", cluster(*virtual)).status is CheckStatus.PASS
+    gro_off = {**macvlan, "generic-receive-offload": [False, False]}
+    outcome = run("nic.offloads", cluster(without_rdma(spark("s1", 10, offloads={P1H0: gro_off})), virtual[1]))
+    assert outcome.status is CheckStatus.WARN
+    assert {(e.subject, e.what) for e in outcome.evidence} == {(P1H0, "generic-receive-offload")}
 
 
 def test_errors_pass_at_zero_and_warn_above() -> None:

@@ -24,8 +24,20 @@ def test_spark_cabled_on_both_ports() -> None:
 
 
 def test_emulated_spark_without_rdma_keeps_its_ports() -> None:
+    # No PCI function behind its halves: each is a link of its own, shares no PHY, and the cable carries both.
     layout = layout_from_facts(without_rdma(spark("s1", 10)))
-    assert layout == NodeLayout("s1", (Cable("port 1", (P1H0, P1H1), 200.0),))
+    assert layout == NodeLayout("s1", (Cable("port 1", (P1H0, P1H1), 400.0),))
+
+
+def test_emulated_halves_that_report_the_shaped_rate_add_up_for_every_reader() -> None:
+    """The testbed's halves report their shaped rate as their link speed: root (who also reads the qdisc) and a
+    user who cannot run `tc` see the same cable."""
+    rated = {P1H0: Half(speed=1000), P1H1: Half(speed=1000)}
+    user = without_rdma(spark("s1", 10, half=rated))
+    root = dataclasses.replace(user, shaped_bps={P1H0: 10**9, P1H1: 10**9})
+    for facts in (user, root):
+        assert facts.line_rate_gbps(P1H0) == 1.0
+        assert layout_from_facts(facts).cables == (Cable("port 1", (P1H0, P1H1), 2.0),)
 
 
 def test_one_half_up_still_shows_the_whole_port() -> None:

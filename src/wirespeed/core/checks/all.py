@@ -19,6 +19,7 @@ from wirespeed.core.checks import (  # noqa: F401 - imported for their @check re
     pciepath,
     rails,
     rdma,
+    ring,
     switch,
     sysctl,
     tools,

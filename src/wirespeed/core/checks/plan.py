@@ -26,6 +26,9 @@ End = tuple[str, str]  # (node, interface)
 NETPLAN_PATH = "/etc/netplan/40-cx7.yaml"
 FIRST_HOST = 10
 FIRST_SUBNET = ipaddress.IPv4Network("192.168.100.0/24")
+# On the emulated cluster, fresh subnets come from RFC 2544's benchmarking space, as all of the testbed's addresses
+# do: its nodes are namespaces on a host whose own networks may well include 192.168.100.0/24.
+EMULATED_FIRST_SUBNET = ipaddress.IPv4Network("198.19.100.0/24")
 
 
 def planned_ends(all_facts: Mapping[str, NodeFacts]) -> list[End]:
@@ -124,8 +127,8 @@ def _reusable(
     return min(common) if common else None
 
 
-def _fresh(used: set[ipaddress.IPv4Network]) -> ipaddress.IPv4Network:
-    candidate = FIRST_SUBNET
+def _fresh(used: set[ipaddress.IPv4Network], first: ipaddress.IPv4Network = FIRST_SUBNET) -> ipaddress.IPv4Network:
+    candidate = first
     while candidate in used:
         candidate = ipaddress.IPv4Network((int(candidate.network_address) + 256, 24))
     return candidate
@@ -171,8 +174,10 @@ def address_plan(data: CheckInput) -> dict[End, str]:
     }
     claimed: set[ipaddress.IPv4Network] = set()
     plan: dict[End, str] = {}
+    emulated = bool(data.facts) and all(facts.emulated for facts in data.facts.values())
+    first = EMULATED_FIRST_SUBNET if emulated else FIRST_SUBNET
     for segment in sorted(segments(data), key=lambda s: _segment_key(data.facts, s)):
-        subnet = _reusable(data.facts, segment, claimed) or _fresh(used | claimed)
+        subnet = _reusable(data.facts, segment, claimed) or _fresh(used | claimed, first)
         claimed.add(subnet)
         for end in sorted(segment):
             plan[end] = _address(data.facts, end, subnet, taken)

@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from wirespeed.core.facts import Route
+
 _STATE_RE = re.compile(r"^\s*(\d+):\s*(.+?)\s*$")
 _RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec\s*\((\d+)X\s*([A-Z0-9]*)\)\s*$")
 _GT_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*GT/s")
@@ -97,6 +99,30 @@ def ip_addr_json(text: str) -> IpAddresses:
         v4[name] = tuple(f"{a['local']}/{a['prefixlen']}" for a in infos if a.get("family") == "inet")
         v6[name] = tuple(f"{a['local']}/{a['prefixlen']}" for a in infos if a.get("family") == "inet6")
     return IpAddresses(v4, v6)
+
+
+def ip_routes_json(text: str) -> tuple[Route, ...]:
+    """`ip -j route show table main` -> the IPv4 routes (a host route's bare address as /32)."""
+    data = json.loads(text) if text.strip() else []
+    if not isinstance(data, list):
+        raise ValueError("ip -j route show: expected a JSON list")
+    routes: list[Route] = []
+    for item in data:
+        dst = item.get("dst") if isinstance(item, dict) else None
+        if not isinstance(dst, str) or ":" in dst or item.get("type", "unicast") != "unicast":
+            continue
+        if dst != "default" and "/" not in dst:
+            dst += "/32"
+        gateway, dev, protocol = item.get("gateway"), item.get("dev"), item.get("protocol")
+        routes.append(
+            Route(
+                dst=dst,
+                dev=str(dev) if dev else None,
+                via=str(gateway) if gateway else None,
+                protocol=str(protocol) if protocol else None,
+            )
+        )
+    return tuple(routes)
 
 
 def default_route_iface(text: str) -> str | None:

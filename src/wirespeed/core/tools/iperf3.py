@@ -542,7 +542,8 @@ def flow_results(flow: Flow, stdout: str, error: str | None) -> list[FlowResult]
         return [FlowResult(flow, Direction.FORWARD, None, error or f"iperf3 output unreadable: {exc}")]
     if parsed.error:
         return [FlowResult(flow, Direction.FORWARD, None, f"iperf3: {parsed.error}")]
-    found = [FlowResult(flow, Direction.FORWARD, parsed.receiver_gbps, error)]
+    seconds = tuple(i.gbps for i in parsed.intervals if not i.omitted)  # the figure's spread (core.spread)
+    found = [FlowResult(flow, Direction.FORWARD, parsed.receiver_gbps, error, seconds)]
     if parsed.reverse_receiver_gbps is not None:
         found.append(FlowResult(flow.reversed(), Direction.REVERSE, parsed.reverse_receiver_gbps))
     return found

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from wirespeed.adapters.affinity import kept_off
-from wirespeed.core.ladder import diagnose, first_pair_flows
+from wirespeed.core.ladder import diagnose, first_pair_flows, linked_halves
 from wirespeed.core.results import Ceiling, Flow, FlowResult, NotRunnable, RungResult
 from wirespeed.core.tools import iperf3
 from wirespeed.engine.remote import Remote
@@ -22,7 +22,7 @@ from wirespeed.engine.serving import PairCommand, PairRun, run_pairs
 class TcpPlan:
     nodes: tuple[str, str]
     flows: tuple[Flow, ...]  # the halves this rung uses
-    halves_available: int  # every addressed linked half between the pair
+    halves_available: int  # every linked half between the pair, addressed or not
     streams: int
     cores: int  # the client node's CPUs, for pinning (0: nothing pinned)
 
@@ -108,7 +108,7 @@ class TcpRung(Rung):
         return TcpPlan(
             nodes=pair,
             flows=tuple(flows if every else flows[:1]),
-            halves_available=len(flows),
+            halves_available=max(len(flows), linked_halves(ctx.discovery.cabling, *pair)),
             streams=ctx.options.streams if self.name == "tcp-multi" else 1,
             cores=_cores(ctx.remote, pair[0]) if every else 0,
         )

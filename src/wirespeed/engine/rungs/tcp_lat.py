@@ -54,6 +54,6 @@ class TcpLatRung(Rung):
                 failures.append(f"{flow.label()}: {run.error or exc}{run.server_note()}")
                 continue
             figures = (x.p50_us, x.p99_us, x.p999_us, x.min_us, x.max_us, x.avg_us, x.observations)
-            measured.latency.append(Latency(flow, sockperf.NAME, size, *figures))
+            measured.latency.append(Latency(flow, sockperf.NAME, size, *figures, p25_us=x.p25_us, p75_us=x.p75_us))
         if failures:
             measured.failure = "; ".join(failures)
