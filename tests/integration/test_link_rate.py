@@ -101,3 +101,7 @@ def test_as_shipped_half_the_halves_carry_and_after_the_fixes_every_half_does(tm
     fixed = json.loads((run / "fix.json").read_text())["plan"]
     addressed = [op["value"] for ops in fixed.values() for op in ops if op["kind"] == "addr"]
     assert addressed and all(value.startswith("198.19.") for value in addressed)  # never outside the testbed's space
+    after_checks = {r["id"]: r for r in json.loads((run / "after" / "checks.json").read_text())["results"]}
+    # The readdressed halves are pinned in init's ssh mesh, and their ARP settings came with the same fix.
+    assert after_checks["ssh.mesh"]["status"] == "pass", after_checks["ssh.mesh"]["summary"]
+    assert after_checks["sysctl.arp"]["status"] == "pass", after_checks["sysctl.arp"]["summary"]

@@ -90,6 +90,27 @@ def test_known_hosts_and_config_cover_every_name_and_address() -> None:
     assert "StrictHostKeyChecking yes" in config  # pinned, never accept-new
 
 
+def test_readdressed_nodes_are_pinned_at_their_new_addresses_and_keep_the_old() -> None:
+    known, config = sshmesh.known_hosts(NODES), sshmesh.mesh_config(NODES)
+    assert sshmesh.with_addresses(known, config, {}) == (known, config)  # read back exactly as written
+    grown = sshmesh.with_addresses(known, config, {"spark-2": ["198.19.2.2", "10.0.0.12"], "stranger": ["1.2.3.4"]})
+    assert grown is not None
+    known2, config2 = grown
+    assert f"spark-2,10.0.0.12,198.19.2.2 ssh-ed25519 {KEY2}\n" in known2
+    assert f"spark-1,10.0.0.11,198.19.2.1 ssh-ed25519 {KEY}\n" in known2
+    assert "Host spark-1 10.0.0.11 198.19.2.1 spark-2 10.0.0.12 198.19.2.2\n" in config2
+    assert "1.2.3.4" not in known2 + config2  # only the mesh's own nodes
+    assert sshmesh.with_addresses(known2, config2, {"spark-2": ["198.19.2.2"]}) == grown  # a second run: no change
+
+
+@pytest.mark.parametrize(
+    ("known", "config"),
+    [("", ""), ("example.com ssh-ed25519 AAAA\n", "Host *\n"), ("# wirespeed-mesh: x\n", "# wirespeed-mesh: y\n")],
+)
+def test_files_init_did_not_write_are_left_alone(known: str, config: str) -> None:
+    assert sshmesh.with_addresses(known, config, {"spark-1": ["10.0.0.99"]}) is None
+
+
 MESH_KEYS = [f"ssh-ed25519 {KEY} wirespeed-mesh@spark-1", f"ssh-ed25519 {KEY2} wirespeed-mesh@spark-2"]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -177,6 +178,8 @@ def _show(out: Output, run: Run, path: Path) -> None:
 @click.command("bench")
 @cluster_options
 @click.argument("what", type=click.Choice([*rungs.names(), MATRIX]), default="ladder")
+@click.option("--layer", "layers", type=click.Choice(["tcp", "rdma"]), multiple=True,
+              help="bench matrix: measure this layer only (repeatable; default: tcp and rdma).")  # fmt: skip
 @bench_flags
 @live_flags
 @wait_option
@@ -190,6 +193,7 @@ def bench_cmd(
     hosts: str | None,
     user: str | None,
     what: str,
+    layers: tuple[str, ...],
     runs_dir: Path,
     json_mode: bool,
     no_live: bool,
@@ -218,6 +222,10 @@ def bench_cmd(
 
     out = ctx.output(json_mode)
     options = shared_options(**flags)
+    if layers and what != MATRIX:
+        raise UsageError("--layer is for `bench matrix`", hint="e.g. wirespeed bench matrix --layer tcp")
+    if layers:
+        options = replace(options, matrix_layers=tuple(dict.fromkeys(layers)))
     remote = resolve_remote(out, cluster_file, hosts, user)
     said = lambda text: out.message(f"wirespeed: {text}")  # noqa: E731
     with remote.owned(), cluster_lock(remote, f"bench {what}", wait=wait_lock, say=said, wait_s=wait_limit_s):
@@ -248,8 +256,9 @@ def _bench(
             display.say(f"wirespeed: {text}")
 
         def on_round(layer: str, number: int, total: int, cells: list[MatrixCell]) -> None:
-            shown = ", ".join(f"{c.source}->{c.target} {c.tool_gbps:.2f}" if c.tool_gbps is not None
-                              else f"{c.source}->{c.target} failed" for c in cells)  # fmt: skip
+            shown = ", ".join((f"{c.source}->{c.target} {c.tool_gbps:.2f}" if c.tool_gbps is not None
+                               else f"{c.source}->{c.target} failed") + (f" ({c.route})" if c.relays else "")
+                              for c in cells)  # fmt: skip
             said(f"matrix {layer} round {number}/{total}: {shown}")
 
         bench.bench(remote, found, what, options, run_dir, say=said, on_round=on_round, board=board)

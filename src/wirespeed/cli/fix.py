@@ -92,6 +92,7 @@ def fix_cmd(
     )
     if not revert:
         fixing.write_record(record_path, outcomes)
+        fixing.pin_new_addresses(remote, {o.node: plan[o.node] for o in outcomes if o.confirmed}, say)
     failed = False
     for outcome in outcomes:
         if outcome.error:

@@ -17,7 +17,7 @@ import ipaddress
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from wirespeed.core.checks.addressing import IPV6_NETPLAN, IPV6_SYSCTL, SUBNETS
 from wirespeed.core.checks.links import HALVES
@@ -33,6 +33,7 @@ from wirespeed.core.checks.sysctl import (
     TCP,
     TCP_FILE,
     in_network_namespace,
+    sysctl_arp,
 )
 from wirespeed.core.facts import NodeFacts, Unknown
 
@@ -149,6 +150,22 @@ def _address_ops(data: CheckInput, node: str, reason: str) -> list[Operation]:
     return ops
 
 
+def _foreseen(
+    data: CheckInput, results: Sequence[CheckResult], addressing: Mapping[str, Sequence[Operation]]
+) -> list[CheckResult]:
+    """sysctl.arp as it will judge the nodes once the planned addresses are on: a node that gains a second addressed
+    half needs its ARP settings in the same fix, not in a second one after (none when sysctl.arp already found it)."""
+    if not any(addressing.values()) or any(r.id == ARP and r.status is not CheckStatus.SKIP for r in results):
+        return []
+    planned = {}
+    for node, facts in data.facts.items():
+        wanted = {op.target: tuple(op.value.split()) for op in addressing.get(node, ())}
+        netdevs = tuple(replace(d, ipv4=wanted.get(d.name, d.ipv4)) for d in facts.netdevs)
+        planned[node] = replace(facts, netdevs=netdevs)
+    foreseen = sysctl_arp(CheckInput(planned, data.cabling))
+    return [foreseen] if foreseen.status is CheckStatus.WARN else []
+
+
 def _file_ops(facts: NodeFacts, results: Sequence[CheckResult]) -> tuple[list[Operation], list[str]]:
     ops: list[Operation] = []
     notes: list[str] = []
@@ -205,12 +222,13 @@ def plan_nodes(data: CheckInput, results: Sequence[CheckResult]) -> dict[str, No
     failing = {r.id for r in results if r.status in (CheckStatus.FAIL, CheckStatus.WARN)}
     plans: dict[str, NodePlan] = {}
     routes = missing_routes(data) if ROUTES in failing else {}  # after the addresses and links they leave by
+    readdress = next((r for r in (SUBNETS, HALVES) if r in failing), None)
+    addressing = {node: _address_ops(data, node, readdress) for node in data.facts} if readdress else {}
+    results = [*results, *_foreseen(data, results, addressing)]
     for node in sorted(data.facts):
         facts = data.facts[node]
         ops, notes = _file_ops(facts, results)
-        readdress = next((r for r in (SUBNETS, HALVES) if r in failing), None)
-        if readdress:
-            ops += _address_ops(data, node, readdress)
+        ops += addressing.get(node, [])
         ops += [op for op in _link_ops(facts) if op.reason in failing]
         ops += [Operation("route", r.dst, r.value, ROUTES, network=True) for r in routes.get(node, [])]
         if ops or notes:

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wirespeed.core.decode import Fields, Figures
-from wirespeed.core.results import SCHEMA_VERSION, FlowResult, RungStatus, check_version, choice
+from wirespeed.core.ladder import CPU_SATURATED, WIRE_FRACTION
+from wirespeed.core.results import SCHEMA_VERSION, End, FlowResult, RungStatus, check_version, choice
 
 OUTLIER_FRACTION = 0.75  # a cell or a half below this share of the median is flagged
 EXPECTED_FRACTION = 0.5  # a cell below this share of its line rate is flagged (unless every cell is)
@@ -57,6 +58,28 @@ class MatrixCell:
     halves: Mapping[str, float | None] = field(default_factory=dict)  # source half -> Gb/s
     wire_gbps: float | None = None  # the source's TX at the wire on those halves during the round
     error: str | None = None
+    hops: int = 1  # cables crossed: 1 for neighbours, more through a ring's relays
+    relays: tuple[str, ...] = ()  # the nodes between, in order
+    # Other cells of the round whose flows crossed a directed cable half of this one ("a -> b"): the expected rate
+    # is then that half's fair share.
+    shared_with: tuple[str, ...] = ()
+    ceiling: str | None = None  # a relayed cell's: "wire" (at its expected rate) or "relay" (a relay's core full)
+    ceiling_evidence: str | None = None
+
+    @property
+    def route(self) -> str:
+        """How the pair talks: `2 hops via spark-2`, empty for neighbours."""
+        return f"{self.hops} hops via {', '.join(self.relays)}" if self.relays else ""
+
+
+@dataclass(frozen=True)
+class RelayedCable:
+    """A sending end of a cable half that carried relayed traffic in a round, and its TX at the wire."""
+
+    round: int
+    node: str
+    iface: str
+    tx_gbps: float | None
 
 
 @dataclass(frozen=True)
@@ -80,22 +103,74 @@ class HalfFlow:
     gbps: float
 
 
+def _fair_shares(results: Sequence[FlowResult]) -> tuple[list[float | None], list[set[str]]]:
+    """Per flow of one round, its limit divided among the flows on its most shared directed cable half, and the
+    other cells ("a -> b") it shared a half with."""
+    on_half: dict[End, list[int]] = {}
+    for index, r in enumerate(results):
+        for half in r.flow.halves_crossed:
+            on_half.setdefault(half, []).append(index)
+    shares: list[float | None] = []
+    partners: list[set[str]] = []
+    for index, r in enumerate(results):
+        most = max(len(on_half[h]) for h in r.flow.halves_crossed)
+        limit = r.flow.limit_gbps
+        shares.append(None if limit is None else limit / most)
+        others = {i for h in r.flow.halves_crossed for i in on_half[h] if i != index}
+        names = {f"{results[i].flow.source[0]} -> {results[i].flow.target[0]}" for i in others}
+        partners.append(names - {f"{r.flow.source[0]} -> {r.flow.target[0]}"})
+    return shares, partners
+
+
+def relayed_cables(
+    round_number: int, results: Sequence[FlowResult], wire_tx: Mapping[End, float] | None = None
+) -> list[RelayedCable]:
+    """The sending ends of the cable halves that relayed flows of a round crossed, with their TX at the wire."""
+    ends = sorted({half for r in results if r.flow.relays for half in r.flow.halves_crossed})
+    return [RelayedCable(round_number, n, i, (wire_tx or {}).get((n, i))) for n, i in ends]
+
+
+def _relay_ceiling(
+    source: str, target: str, relays: Sequence[str], gbps: float | None, expected: float | None,
+    busiest_core: Mapping[str, tuple[int, float]],
+) -> tuple[str | None, str | None]:  # fmt: skip
+    """A relayed cell at its expected rate is at the wire; clearly below it, with a relay's busiest core
+    saturated, the relay's CPU is what held it back."""
+    if not relays or gbps is None or not expected:
+        return None, None
+    if gbps >= WIRE_FRACTION * expected:
+        return "wire", f"{gbps:.2f} Gb/s of {expected:.2f} expected through {', '.join(relays)}"
+    hot = [(node, busiest_core[node]) for node in relays if busiest_core.get(node, (0, 0.0))[1] >= CPU_SATURATED]
+    if not hot:
+        return None, None
+    cores = ", ".join(f"relay {node} core {core} at {busy:.0f}%" for node, (core, busy) in hot)
+    return "relay", f"{source} -> {target} at {gbps:.2f} Gb/s of {expected:.2f} expected; {cores}"
+
+
 def cells_from_flows(
     round_number: int,
     pairs: Sequence[tuple[str, str]],
     results: Sequence[FlowResult],
     wire_tx: Mapping[tuple[str, str], float] | None = None,
+    busiest_core: Mapping[str, tuple[int, float]] | None = None,
 ) -> list[MatrixCell]:
-    """Both directions of every pair of a round from its flows (a `reverse` result is already turned around)."""
+    """Both directions of every pair of a round from its flows (a `reverse` result is already turned around); a
+    cell whose flows shared a directed cable half with another cell's expects that half's fair share."""
     cells: list[MatrixCell] = []
+    shares, partners = _fair_shares(results)
     for a, b in pairs:
         for src, dst in ((a, b), (b, a)):
-            mine = [r for r in results if r.flow.source[0] == src and r.flow.target[0] == dst]
+            indices = [i for i, r in enumerate(results) if r.flow.source[0] == src and r.flow.target[0] == dst]
+            mine = [results[i] for i in indices]
             if not mine:
                 continue
             errors = sorted({r.error for r in mine if r.error})
             measured = [r.tool_gbps for r in mine if r.tool_gbps is not None]
-            limits = [r.flow.limit_gbps for r in mine]
+            limits = [shares[i] for i in indices]
+            tool = sum(measured) if len(measured) == len(mine) else None
+            expected = sum(x for x in limits if x is not None) if all(x is not None for x in limits) else None
+            relays = mine[0].flow.relays
+            ceiling, evidence = _relay_ceiling(src, dst, relays, tool, expected, busiest_core or {})
             halves = {r.flow.source[1]: r.tool_gbps for r in mine}
             wire = [wire_tx.get((src, iface)) for iface in halves] if wire_tx is not None else []
             cells.append(
@@ -103,15 +178,18 @@ def cells_from_flows(
                     source=src,
                     target=dst,
                     round=round_number,
-                    tool_gbps=sum(measured) if len(measured) == len(mine) else None,
-                    expected_gbps=sum(x for x in limits if x is not None)
-                    if all(x is not None for x in limits)
-                    else None,
+                    tool_gbps=tool,
+                    expected_gbps=expected,
                     halves=halves,
                     wire_gbps=sum(w for w in wire if w is not None)
                     if wire and all(w is not None for w in wire)
                     else None,
                     error="; ".join(errors) or None,
+                    hops=mine[0].flow.hops,
+                    relays=relays,
+                    shared_with=tuple(sorted(set().union(*(partners[i] for i in indices)))),
+                    ceiling=ceiling,
+                    ceiling_evidence=evidence,
                 )
             )
     return cells
@@ -125,12 +203,15 @@ def _total(values: Sequence[float | None]) -> float | None:
 
 def find_outliers(cells: Sequence[MatrixCell], flows: Sequence[HalfFlow]) -> list[Outlier]:
     """Cells below 0.75 of the median cell, halves whose flows (sent or received) sit below 0.75 of the median flow,
-    and cells below half their line rate, unless every cell is (then the ceiling is elsewhere, not a pair)."""
+    cells below half their line rate (or fair share), unless every cell is (then the ceiling is elsewhere, not a
+    pair), and relayed cells held back by a relay's CPU. A cell that shared a cable half is held against its fair
+    share only, not the median: half the rate is what sharing gives."""
     found: list[Outlier] = []
     measured = [c for c in cells if c.tool_gbps is not None]
-    if len(measured) >= 3:
-        median = statistics.median(c.tool_gbps for c in measured if c.tool_gbps is not None)
-        for c in measured:
+    alone = [c for c in measured if not c.shared_with]
+    if len(alone) >= 3:
+        median = statistics.median(c.tool_gbps for c in alone if c.tool_gbps is not None)
+        for c in alone:
             assert c.tool_gbps is not None
             if median > 0 and c.tool_gbps < OUTLIER_FRACTION * median:
                 found.append(Outlier("cell", c.source, c.target, c.tool_gbps, median,
@@ -143,7 +224,11 @@ def find_outliers(cells: Sequence[MatrixCell], flows: Sequence[HalfFlow]) -> lis
             assert c.tool_gbps is not None and c.expected_gbps is not None
             found.append(Outlier("expected", c.source, c.target, c.tool_gbps, c.expected_gbps,
                                  f"{c.source} -> {c.target}: {c.tool_gbps:.2f} Gb/s of {c.expected_gbps:.2f} "
-                                 "expected from the halves' line rates"))  # fmt: skip
+                                 "expected from the halves' line rates" + _shared(c)))  # fmt: skip
+    for c in measured:
+        if c.ceiling == "relay" and c.tool_gbps is not None and c.expected_gbps is not None:
+            found.append(Outlier("relay", c.source, c.target, c.tool_gbps, c.expected_gbps,
+                                 f"{c.route}: {c.ceiling_evidence}: the relay's CPU forwards no faster"))  # fmt: skip
     if len(flows) >= 4:
         median_flow = statistics.median(f.gbps for f in flows)
         by_half: dict[tuple[str, str, str], list[float]] = {}
@@ -160,8 +245,22 @@ def find_outliers(cells: Sequence[MatrixCell], flows: Sequence[HalfFlow]) -> lis
     return found
 
 
+def _shared(cell: MatrixCell) -> str:
+    return f" (a cable half shared with {', '.join(cell.shared_with)})" if cell.shared_with else ""
+
+
 def half_flows(results: Sequence[FlowResult]) -> list[HalfFlow]:
     return [HalfFlow(r.flow.source, r.flow.target, r.tool_gbps) for r in results if r.tool_gbps is not None]
+
+
+def unshared_half_flows(results: Sequence[FlowResult]) -> list[HalfFlow]:
+    """The flows of one round that had every cable half they crossed to themselves: what the half-level medians
+    compare (a flow that shared one runs at its fair share, and would read as a degraded half)."""
+    count: dict[End, int] = {}
+    for r in results:
+        for half in r.flow.halves_crossed:
+            count[half] = count.get(half, 0) + 1
+    return half_flows([r for r in results if all(count[h] == 1 for h in r.flow.halves_crossed)])
 
 
 @dataclass(frozen=True)
@@ -178,6 +277,7 @@ class MatrixResult:
     reason: str | None = None
     fix: str | None = None
     flows: tuple[HalfFlow, ...] = ()  # every measured flow, each half with its partner half (schema 2)
+    relayed_cables: tuple[RelayedCable, ...] = ()  # per round, the cable halves that carried relayed traffic
 
     @property
     def pairs(self) -> int:
@@ -204,7 +304,8 @@ class MatrixResult:
                 {
                     "source": c.source, "target": c.target, "round": c.round, "tool_gbps": c.tool_gbps,
                     "expected_gbps": c.expected_gbps, "wire_gbps": c.wire_gbps, "halves": dict(c.halves),
-                    "error": c.error,
+                    "error": c.error, "hops": c.hops, "relays": list(c.relays), "shared_with": list(c.shared_with),
+                    "ceiling": c.ceiling, "ceiling_evidence": c.ceiling_evidence,
                 }
                 for c in self.cells
             ],
@@ -216,9 +317,32 @@ class MatrixResult:
             "flows": [
                 {"client": list(f.source), "server": list(f.target), "receiver_gbps": f.gbps} for f in self.flows
             ],
+            "relayed_cables": [
+                {"round": x.round, "node": x.node, "iface": x.iface, "tx_gbps": x.tx_gbps} for x in self.relayed_cables
+            ],
             "reason": self.reason,
             "fix": self.fix,
         }  # fmt: skip
+
+
+def relayed_lines(result: MatrixResult) -> list[str]:
+    """One line per relayed cell, and per cell that expected a fair share: its way through the ring, its figure
+    against what it could carry, and the ceiling with its evidence."""
+    lines: list[str] = []
+    for c in result.cells:
+        if not c.relays and not c.shared_with:
+            continue
+        figure = "failed" if c.tool_gbps is None else f"{c.tool_gbps:.2f} Gb/s"
+        expected = f" of {c.expected_gbps:.2f} expected" if c.expected_gbps is not None else ""
+        line = f"{c.source} -> {c.target}: {c.route or 'neighbours'}, {figure}{expected}"
+        if c.shared_with:
+            line += f" (fair share: a cable half shared with {', '.join(c.shared_with)})"
+        if c.ceiling == "relay":
+            line += f"; ceiling relay: {c.ceiling_evidence}"
+        elif c.ceiling:
+            line += f"; ceiling {c.ceiling}"
+        lines.append(line)
+    return lines
 
 
 def matrix_from_json(data: Any, where: str = "matrix") -> MatrixResult:
@@ -235,6 +359,8 @@ def matrix_from_json(data: Any, where: str = "matrix") -> MatrixResult:
                 source=c.text("source"), target=c.text("target"), round=c.whole("round"),
                 tool_gbps=c.opt_num("tool_gbps"), expected_gbps=c.opt_num("expected_gbps"),
                 halves=_halves(c), wire_gbps=c.opt_num("wire_gbps"), error=c.opt_text("error"),
+                hops=c.opt_whole("hops") or 1, relays=c.texts("relays"), shared_with=c.texts("shared_with"),
+                ceiling=c.opt_text("ceiling"), ceiling_evidence=c.opt_text("ceiling_evidence"),
             )
             for c in f.objects("cells")
         ),
@@ -251,6 +377,10 @@ def matrix_from_json(data: Any, where: str = "matrix") -> MatrixResult:
         flows=tuple(
             HalfFlow(_two(x.texts("client"), x.where), _two(x.texts("server"), x.where), x.num("receiver_gbps"))
             for x in f.objects("flows")
+        ),
+        relayed_cables=tuple(
+            RelayedCable(x.whole("round"), x.text("node"), x.text("iface"), x.opt_num("tx_gbps"))
+            for x in f.objects("relayed_cables")
         ),
     )  # fmt: skip
 

@@ -63,6 +63,20 @@ class Flow:
     pcie_gbps: float | None = None  # the slower end's PCIe payload rate, where a PCIe link feeds the half
     cable: str = ""  # the source's physical port: halves of one port share its cable
     cable_rate_gbps: float | None = None  # what that port carries per direction
+    # Through a ring's relays (pairs that share no cable): the nodes between, in order, and the sending end of every
+    # cable half crossed, each way; empty for a flow over one cable (it crosses `source` alone, `target` back).
+    relays: tuple[str, ...] = ()
+    crossed: tuple[End, ...] = ()
+    crossed_back: tuple[End, ...] = ()
+
+    @property
+    def hops(self) -> int:
+        return len(self.relays) + 1
+
+    @property
+    def halves_crossed(self) -> tuple[End, ...]:
+        """The sending end of every cable half the flow crosses: what flows of one round may share."""
+        return self.crossed or (self.source,)
 
     @property
     def limit_gbps(self) -> float | None:
@@ -78,7 +92,7 @@ class Flow:
         """The same half, server to client: what the server sends when both directions run at once."""
         return Flow(
             self.target, self.source, self.target_address, self.source_address, self.line_rate_gbps, self.pcie_gbps,
-            self.cable, self.cable_rate_gbps,
+            self.cable, self.cable_rate_gbps, tuple(reversed(self.relays)), self.crossed_back, self.crossed,
         )  # fmt: skip
 
     def label(self) -> str:
@@ -94,7 +108,12 @@ class Flow:
             "pcie_gbps": self.pcie_gbps,
             "cable": self.cable,
             "cable_rate_gbps": self.cable_rate_gbps,
-        }
+        } | (
+            {"relays": list(self.relays), "crossed": [list(e) for e in self.crossed],
+             "crossed_back": [list(e) for e in self.crossed_back]}
+            if self.relays
+            else {}
+        )  # fmt: skip
 
     @staticmethod
     def from_json(data: Fields) -> Flow:
@@ -107,7 +126,20 @@ class Flow:
             pcie_gbps=data.opt_num("pcie_gbps"),
             cable=data.opt_text("cable") or "",
             cable_rate_gbps=data.opt_num("cable_rate_gbps"),
+            relays=data.texts("relays"),
+            crossed=_ends(data, "crossed"),
+            crossed_back=_ends(data, "crossed_back"),
         )
+
+
+def _ends(data: Fields, key: str) -> tuple[End, ...]:
+    """A list of [node, interface] (absent in records from before relayed flows: empty)."""
+    value = data.raw(key) or []
+    if not isinstance(value, list) or not all(
+        isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e) for e in value
+    ):
+        raise ValueError(f"{data.where}: {key}: expected a list of [node, interface]")
+    return tuple((e[0], e[1]) for e in value)
 
 
 def _end(data: Fields, key: str) -> End:

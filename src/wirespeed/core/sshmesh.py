@@ -14,7 +14,7 @@ import hashlib
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from wirespeed.core.errors import UsageError
 
@@ -191,6 +191,51 @@ def mesh_config(nodes: Sequence[MeshNode]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def with_addresses(
+    known_hosts_text: str, config_text: str, addresses: Mapping[str, Sequence[str]]
+) -> tuple[str, str] | None:
+    """init's two files with each mesh node's `addresses` pinned too (a fix that readdresses a half gives a node
+    addresses init never saw; its host keys are the same). Rebuilt from what the files hold: the node's name,
+    user, management address, every address pinned so far (kept: `fix --revert` brings them back) and host keys.
+    None: the files are not init's, or hold no node; nodes not in the mesh are left out."""
+    nodes = _mesh_nodes(known_hosts_text, config_text)
+    if not nodes:
+        return None
+    grown = [replace(n, addresses=tuple(dict.fromkeys((*n.addresses, *addresses.get(n.name, ()))))) for n in nodes]
+    return known_hosts(grown), mesh_config(grown)
+
+
+def _mesh_nodes(known_hosts_text: str, config_text: str) -> list[MeshNode]:
+    """The mesh as init wrote it: `Host NAME` blocks of the config (HostName, User) joined with the known_hosts lines
+    whose first host is NAME."""
+    if not known_hosts_text.startswith(f"# {MARKER}") or not config_text.startswith(f"# {MARKER}"):
+        return []
+    blocks: dict[str, dict[str, str]] = {}
+    current: dict[str, str] | None = None
+    for line in config_text.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[0] == "Host":
+            current = blocks.setdefault(fields[1], {})
+        elif len(fields) > 2 and fields[0] == "Host":
+            current = None
+        elif len(fields) == 2 and current is not None and fields[0] in ("HostName", "User"):
+            current[fields[0]] = fields[1]
+    hosts: dict[str, list[str]] = {}
+    keys: dict[str, list[tuple[str, str]]] = {}
+    for line in known_hosts_text.splitlines():
+        fields = line.split()
+        if len(fields) < 3 or line.startswith("#") or fields[1] not in _KEY_TYPES:
+            continue
+        names = fields[0].split(",")
+        hosts.setdefault(names[0], []).extend(names[1:])
+        keys.setdefault(names[0], []).append((fields[1], fields[2]))
+    return [
+        MeshNode(name, block["User"], block["HostName"], tuple(dict.fromkeys(hosts[name])), tuple(keys[name]), "")
+        for name, block in blocks.items()
+        if name in hosts and "User" in block and "HostName" in block
+    ]
 
 
 def _is_ours(line: str) -> bool:

@@ -59,9 +59,7 @@ def planned(what: str, options: BenchOptions) -> list[str]:
     """The names of what `bench WHAT` will measure, in order: the run's record keeps them, so a run that was cut
     short says what it did not reach."""
     if what == MATRIX:
-        from wirespeed.engine.matrix import LAYERS
-
-        return [f"matrix-{layer}" for layer in LAYERS]
+        return [f"matrix-{layer}" for layer in options.matrix_layers]
     return [r.name for r in rungs.select(what, options.collectives)]
 
 
@@ -113,9 +111,9 @@ def bench(
     done = BenchRun(run_dir)
     with remote.owned(), ending(run_dir) as end:
         if what == MATRIX:
-            from wirespeed.engine.matrix import LAYERS, run_matrix
+            from wirespeed.engine.matrix import run_matrix
 
-            for layer in LAYERS:
+            for layer in options.matrix_layers:
                 say(f"matrix {layer} ...")
 
                 def heard(number: int, total: int, cells: list[MatrixCell], layer: str = layer) -> None:

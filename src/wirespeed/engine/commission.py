@@ -337,6 +337,7 @@ def _run(
     started = steps.begin("checks after", "discovery and the checks again, as the fixes left the cluster")
     found = _discover(remote, say)
     run_dir.write_json("after/discovery.json", found.to_json())
+    fixing.pin_addresses(remote, found.facts, lambda line: say(f"    {line}"))
     after = _checks(remote, found, say)
     run_dir.write_json("after/checks.json", {**after.to_json(), "active": True})
     steps.end("checks after", started, StepStatus.DONE, _counts(after))

@@ -24,7 +24,7 @@ import secrets
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,10 +35,11 @@ from wirespeed.adapters.ssh import SshTransport, Transport
 from wirespeed.core.become import HOW
 from wirespeed.core.checks.model import CheckInput
 from wirespeed.core.errors import WirespeedError
+from wirespeed.core.facts import NodeFacts
 from wirespeed.core.fixplan import Operation, operation_from_json, plan_nodes, undo_of
 from wirespeed.core.inventory import Node
 from wirespeed.engine import checks as checking
-from wirespeed.engine import discover
+from wirespeed.engine import discover, init
 from wirespeed.engine.fixjournal import APPLIED, CONFIRMED, REVERTED, ROLLEDBACK
 from wirespeed.engine.remote import Remote
 
@@ -83,6 +84,24 @@ def plan_fix(remote: Remote, say: Callable[[str], None]) -> FixPlan:
         unprivileged=tuple(sorted(n for n, f in found.facts.items() if f.privileged is False)),
         unread=tuple(sorted(found.errors)),
     )
+
+
+def pin_new_addresses(remote: Remote, plan: Mapping[str, Sequence[Operation]], say: Callable[[str], None]) -> None:
+    """After a fix that readdressed halves: the nodes read again and `pin_addresses`."""
+    if any(op.kind == "addr" for ops in plan.values() for op in ops):
+        pin_addresses(remote, discover.discover_live(remote, probe=False).facts, say)
+
+
+def pin_addresses(remote: Remote, facts: Mapping[str, NodeFacts], say: Callable[[str], None]) -> None:
+    """The nodes' fabric addresses as they are now, pinned in init's ssh mesh, so that ssh (and mpirun through it)
+    reaches the ones a fix gave (`init.pin_fabric_addresses`). A failure is said, not raised: the fix stands."""
+    try:
+        pinned = init.pin_fabric_addresses(remote, facts)
+    except WirespeedError as exc:
+        say(f"ssh mesh: the new fabric addresses are not pinned: {exc}")
+        return
+    if pinned:
+        say(f"ssh mesh: the new fabric addresses pinned on {', '.join(pinned)} (same host keys)")
 
 
 def needs_root(plan: dict[str, list[Operation]], unprivileged: Sequence[str]) -> list[str]:

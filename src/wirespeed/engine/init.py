@@ -10,7 +10,7 @@ import shutil
 import socket
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -434,3 +434,26 @@ def _set_become(path: Path, value: str | None) -> None:
     text = render_cluster_toml(Cluster(cluster.name, cluster.nodes, cluster.source, cluster.ssh_config, extra),
                                comment="Written by `wirespeed init`; `init --undo` removes it.")  # fmt: skip
     files.write_atomic(path, text)
+
+
+def pin_fabric_addresses(remote: Remote, facts: Mapping[str, NodeFacts]) -> list[str]:
+    """After a fix readdresses fabric halves: pin every node's fabric addresses as they are now in the mesh's
+    known_hosts and config on every node (the same host keys; init only saw the old addresses), so ssh, and mpirun
+    through it, reaches the new ones. Nodes init did not set up are left alone. Returns the nodes changed."""
+    addresses = {
+        name: [a.split("/")[0] for iface in node.fabric if (n := node.netdev(iface)) for a in n.ipv4]
+        for name, node in facts.items()
+    }
+    changed = []
+    for name in facts:
+        node = remote.cluster.node(name)
+        known, config = _read(remote, node, sshmesh.KNOWN_HOSTS_NAME), _read(remote, node, sshmesh.CONFIG_NAME)
+        if known is None or config is None:
+            continue
+        grown = sshmesh.with_addresses(known, config, addresses)
+        if grown is None or grown == (known, config):
+            continue
+        _write(remote, node, sshmesh.KNOWN_HOSTS_NAME, grown[0])
+        _write(remote, node, sshmesh.CONFIG_NAME, grown[1])
+        changed.append(name)
+    return changed

@@ -12,17 +12,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from wirespeed.core.discovery import Discovery
-from wirespeed.core.ladder import flows_between
+from wirespeed.core.ladder import linked_halves
 from wirespeed.core.matrix import (
+    HalfFlow,
     MatrixCell,
     MatrixResult,
+    RelayedCable,
     cells_from_flows,
     find_outliers,
     half_flows,
+    relayed_cables,
     round_robin,
+    unshared_half_flows,
 )
 from wirespeed.core.meter import layout_from_facts
 from wirespeed.core.rdma import RdmaOptions, RdmaPair, plan_rdma
+from wirespeed.core.relay import round_flows
 from wirespeed.core.results import FlowResult, NotRunnable, RungStatus
 from wirespeed.engine.live import LiveBoard
 from wirespeed.engine.remote import Remote
@@ -39,9 +44,15 @@ MEASURE_FROM_S = 2.0
 
 
 def matrix_nodes(discovery: Discovery) -> list[str]:
-    """The nodes with at least one link to another node, by name."""
+    """The nodes with at least one link to another node, by name, and every node of a ring or chain (its pairs that
+    share no cable talk through the relays between)."""
     linked = {end[0] for link in discovery.cabling.links for end in link if link[0][0] != link[1][0]}
-    return sorted(linked)
+    return sorted(linked | set(discovery.cabling.order))
+
+
+def _cabled(discovery: Discovery, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The pairs that share a cable: RDMA is measured on those only (a relay forwards IP, not RDMA)."""
+    return [(a, b) for a, b in pairs if linked_halves(discovery.cabling, a, b)]
 
 
 def _rdma_plan(discovery: Discovery, pairs: Sequence[tuple[str, str]], options: RdmaOptions) -> list[RdmaPair] | str:
@@ -58,14 +69,15 @@ def _round(
     remote: Remote, discovery: Discovery, layer: str, pairs: Sequence[tuple[str, str]], options: BenchOptions,
     run_dir: RunDirectory, folder: str,
 ) -> list[FlowResult]:  # fmt: skip
-    """Every half of every pair of one round, both directions at once where asked."""
+    """Every half of every pair of one round, both directions at once where asked; over TCP, the pairs of a ring
+    that share no cable through their relays."""
     if layer == "rdma":
-        planned = _rdma_plan(discovery, pairs, rdma_options(options))
+        planned = _rdma_plan(discovery, _cabled(discovery, pairs), rdma_options(options))
         if isinstance(planned, str):
             return []
         runs = measure_pairs(remote, run_dir, planned, rdma_options(options), folder=folder, lat=False)
         return [r for run, pair in zip(runs, planned, strict=True) for r in bw_results(pair, run)]
-    flows = [f for a, b in pairs for f in flows_between(discovery.facts, discovery.cabling, a, b)]
+    flows = round_flows(discovery.facts, discovery.cabling, pairs, options.bidir)
     if not flows:
         return []
     return measure_flows(remote, run_dir, flows, seconds=options.seconds, bidir=options.bidir, folder=folder)
@@ -97,7 +109,7 @@ def run_matrix(
     if len(nodes) < 2:
         return written(replace(base, reason="fewer than two nodes have a link", fix="run `wirespeed discover`"))
     if layer == "rdma":
-        first = _rdma_plan(discovery, rounds[0], rdma_options(options))
+        first = _rdma_plan(discovery, _cabled(discovery, rounds[0]), rdma_options(options))
         if isinstance(first, str):
             return written(
                 replace(base, reason=f"no RDMA between {first}", fix="`wirespeed check` says what is missing")
@@ -107,6 +119,8 @@ def run_matrix(
         board.start(name, len(rounds) * (options.seconds + MEASURE_FROM_S))
     cells: list[MatrixCell] = []
     every_flow: list[FlowResult] = []
+    unshared: list[HalfFlow] = []
+    relayed: list[RelayedCable] = []
     round_seconds: list[float] = []
     result = replace(base, status=RungStatus.RAN)
     record = run_dir.open_text(f"{name}.samples.jsonl")
@@ -121,15 +135,18 @@ def run_matrix(
                 round_seconds.append(ended - started)
                 window_end = min(ended, started + MEASURE_FROM_S + max(options.seconds - 0.5, 0.5))
                 figures = recorder.figures(between=(started + MEASURE_FROM_S, window_end))
-                made = cells_from_flows(number, pairs, flows, figures.tx_gbps)
+                made = cells_from_flows(number, pairs, flows, figures.tx_gbps, figures.busiest_core)
                 cells += made
                 every_flow += flows
+                unshared += unshared_half_flows(flows)
+                relayed += relayed_cables(number, flows, figures.tx_gbps)
                 result = replace(
                     result,
                     cells=tuple(cells),
                     round_seconds=tuple(round_seconds),
-                    outliers=tuple(find_outliers(cells, half_flows(every_flow))),
+                    outliers=tuple(find_outliers(cells, unshared)),
                     flows=tuple(half_flows(every_flow)),
+                    relayed_cables=tuple(relayed),
                 )
                 run_dir.matrix(result)
                 if on_round is not None:

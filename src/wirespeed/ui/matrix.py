@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from wirespeed.core.matrix import MatrixResult
+from wirespeed.core.matrix import MatrixResult, relayed_lines
+
+WIDTH = 120  # a note's lines wrap here
 
 
 def matrix_view(result: MatrixResult) -> RenderableType:
@@ -17,7 +21,7 @@ def matrix_view(result: MatrixResult) -> RenderableType:
     )
     if result.status == "skipped":
         return Text(f"{result.layer.upper()} all pairs: skipped: {result.reason} ({result.fix})", style="dim")
-    flagged = {(o.node, o.subject) for o in result.outliers if o.kind in ("cell", "expected")}
+    flagged = {(o.node, o.subject) for o in result.outliers if o.kind in ("cell", "expected", "relay")}
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     table.add_column("from \\ to")
     for node in result.nodes:
@@ -34,11 +38,23 @@ def matrix_view(result: MatrixResult) -> RenderableType:
                 row.append(Text("failed", style="bold red"))
             else:
                 style = "bold red" if (source, target) in flagged else ""
-                row.append(Text(f"{cell.tool_gbps:.2f}", style=style))
+                hops = f" ({cell.hops})" if cell.relays else ""  # the cables crossed, through relays
+                row.append(Text(f"{cell.tool_gbps:.2f}{hops}", style=style))
         table.add_row(*row)
     notes = Text()
+    relayed = relayed_lines(result)
+    if relayed:
+        notes.append("  (n): n hops, through the ring's relays; cells through relays or sharing a cable half:\n")
+    for line in relayed:
+        notes.append(_wrapped(f"  {line}"), style="dim")
     for outlier in result.outliers:
-        notes.append(f"  {outlier.kind}: {outlier.text}\n", style="red" if outlier.kind != "expected" else "yellow")
+        style = "red" if outlier.kind != "expected" else "yellow"
+        text = f"  {outlier.kind}: {outlier.text}"
+        notes.append(_wrapped(text) if outlier.kind == "relay" else f"{text}\n", style=style)
     if not result.outliers and result.cells:
         notes.append("  no outlier: every pair within 75% of the median\n", style="green")
     return Group(table, notes)
+
+
+def _wrapped(line: str) -> str:
+    return "\n".join(textwrap.wrap(line, WIDTH, subsequent_indent="      ", break_on_hyphens=False)) + "\n"

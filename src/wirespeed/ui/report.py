@@ -14,7 +14,7 @@ from typing import Any
 from wirespeed import __version__
 from wirespeed.core.discovery import Discovery
 from wirespeed.core.imported import summary
-from wirespeed.core.matrix import MatrixResult
+from wirespeed.core.matrix import MatrixResult, relayed_lines
 from wirespeed.core.report import RunReport, collectives, halves
 from wirespeed.core.results import BITS_PER_BYTE, RungResult, RungStatus
 from wirespeed.core.timeline import CableSeries, RungSpan, Timeline
@@ -543,7 +543,7 @@ def _tune_html(tune: TuneResult) -> str:
 
 
 def matrix_chart(matrix: MatrixResult) -> str:
-    flagged = frozenset((o.node, o.subject) for o in matrix.outliers if o.kind in ("cell", "expected"))
+    flagged = frozenset((o.node, o.subject) for o in matrix.outliers if o.kind in ("cell", "expected", "relay"))
     values = {(c.source, c.target): c.tool_gbps for c in matrix.cells}
     title = (
         f"{matrix.layer.upper()} all pairs: {matrix.pairs} pairs in {len(matrix.rounds)} rounds "
@@ -556,6 +556,9 @@ def _matrix_html(matrix: MatrixResult) -> str:
     if matrix.status == "skipped":
         return f"<h3>{_h(matrix.layer.upper())}</h3><p>Skipped: {_h(matrix.reason)} ({_h(matrix.fix)})</p>"
     parts = [f"<h3>{_h(matrix.layer.upper())}</h3>", matrix_chart(matrix)]
+    if relayed := relayed_lines(matrix):
+        parts.append("<p>Through the ring's relays, or sharing a cable half:</p>")
+        parts.append("<ul>" + "".join(f"<li>{_h(line)}</li>" for line in relayed) + "</ul>")
     if matrix.outliers:
         parts.append("<ul>" + "".join(f"<li>{_h(o.kind)}: {_h(o.text)}</li>" for o in matrix.outliers) + "</ul>")
     else:
@@ -577,9 +580,12 @@ def _matrix_md(matrix: MatrixResult) -> list[str]:
         row = [source]
         for target in matrix.nodes:
             cell = matrix.cell(source, target)
-            row.append("-" if source == target else _gbps(cell.tool_gbps) if cell else "no link")
+            hops = f" ({cell.hops} hops)" if cell and cell.relays else ""
+            row.append("-" if source == target else _gbps(cell.tool_gbps) + hops if cell else "no link")
         rows.append(row)
     lines += _md_table(["from \\ to", *matrix.nodes], rows)
+    if relayed := relayed_lines(matrix):
+        lines += ["", *[f"- {line}" for line in relayed]]
     lines += ["", *[f"- {o.kind}: {o.text}" for o in matrix.outliers], ""]
     return lines
 

@@ -59,3 +59,29 @@ def test_as_shipped_the_tcp_rungs_count_the_unaddressed_twins_as_idle_halves() -
     flows = flows_between(data.facts, data.cabling, "s1", "s2")
     assert [f.source[1] for f in flows] == [P0H0, P1H0]  # the link-local halves; their twins have no IPv4
     assert linked_halves(data.cabling, "s1", "s2") == 4
+
+
+def test_the_fix_that_addresses_the_twins_sets_arp_for_them_in_the_same_plan() -> None:
+    """As shipped with one cable a node has one addressed half, so sysctl.arp has nothing to judge; the readdressing
+    gives it more, and the kernel's defaults (arp_ignore 0, arp_announce 0) then answer ARP on the wrong half."""
+    load_checks()
+    data = shipped(emulated=True)
+    defaults = {"net.ipv4.conf.all.arp_ignore": "0", "net.ipv4.conf.all.arp_announce": "0"}
+    facts = {
+        n: dataclasses.replace(
+            f,
+            sysctls={**f.sysctls, **defaults},
+            netdevs=tuple(dataclasses.replace(d, ipv4=()) if d.name == P0H0 else d for d in f.netdevs),
+        )
+        for n, f in data.facts.items()
+    }
+    data = dataclasses.replace(data, facts=facts)
+    results = [REGISTRY[i].run(data) for i in ("addr.subnets", "link.halves", "sysctl.arp")]
+    assert results[2].status is CheckStatus.SKIP  # one half of four addressed
+    ops = fix_plan(data, results)
+    for node in ("s1", "s2"):
+        arp = {op.target: op.value for op in ops[node] if op.kind == "sysctl" and op.reason == "sysctl.arp"}
+        assert arp[f"net.ipv4.conf.{P0H1}.arp_ignore"] == "1" and arp[f"net.ipv4.conf.{P1H1}.arp_announce"] == "2"
+        assert any(op.kind == "file" and op.target.endswith("-arp.conf") for op in ops[node])
+    tuned = fix_plan(shipped(emulated=True), results[:2])  # settings already fit: nothing more to plan
+    assert not any(op.reason == "sysctl.arp" for node_ops in tuned.values() for op in node_ops)

@@ -39,12 +39,14 @@ class BenchOptions:
     max_bytes: int = 1 << 30
     iterations: int = 20  # nccl-tests -n
     nccl_timeout_s: float = 900.0
+    matrix_layers: tuple[str, ...] = ("tcp", "rdma")  # what `bench matrix` measures (--layer)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "seconds": self.seconds, "interval_s": self.interval_s, "bidir": self.bidir, "streams": self.streams,
             "env": [[k, v] for k, v in self.env], "collectives": list(self.collectives), "min_bytes": self.min_bytes,
             "max_bytes": self.max_bytes, "iterations": self.iterations, "nccl_timeout_s": self.nccl_timeout_s,
+            "matrix_layers": list(self.matrix_layers),
         }  # fmt: skip
 
 
