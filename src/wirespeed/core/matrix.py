@@ -103,17 +103,25 @@ class HalfFlow:
     gbps: float
 
 
-def _fair_shares(results: Sequence[FlowResult]) -> tuple[list[float | None], list[set[str]]]:
-    """Per flow of one round, its limit divided among the flows on its most shared directed cable half, and the
-    other cells ("a -> b") it shared a half with."""
+def _sharing(results: Sequence[FlowResult]) -> dict[End, list[int]]:
+    """Per directed cable half, the flows of one round that crossed it. Only a relayed flow shares a half with
+    another: in a round each node has one partner, so two flows over one cable never meet on a half (and the
+    flows of several rounds read at once are not taken for sharing)."""
     on_half: dict[End, list[int]] = {}
     for index, r in enumerate(results):
         for half in r.flow.halves_crossed:
             on_half.setdefault(half, []).append(index)
+    return {h: i if any(results[x].flow.relays for x in i) else [] for h, i in on_half.items()}
+
+
+def _fair_shares(results: Sequence[FlowResult]) -> tuple[list[float | None], list[set[str]]]:
+    """Per flow of one round, its limit divided among the flows on its most shared directed cable half, and the
+    other cells ("a -> b") it shared a half with."""
+    on_half = _sharing(results)
     shares: list[float | None] = []
     partners: list[set[str]] = []
     for index, r in enumerate(results):
-        most = max(len(on_half[h]) for h in r.flow.halves_crossed)
+        most = max(1, *(len(on_half[h]) for h in r.flow.halves_crossed))
         limit = r.flow.limit_gbps
         shares.append(None if limit is None else limit / most)
         others = {i for h in r.flow.halves_crossed for i in on_half[h] if i != index}
@@ -131,15 +139,18 @@ def relayed_cables(
 
 
 def _relay_ceiling(
-    source: str, target: str, relays: Sequence[str], gbps: float | None, expected: float | None,
+    source: str, target: str, relays: Sequence[str], gbps: float | None, expected: float | None, shared: bool,
     busiest_core: Mapping[str, tuple[int, float]],
 ) -> tuple[str | None, str | None]:  # fmt: skip
-    """A relayed cell at its expected rate is at the wire; clearly below it, with a relay's busiest core
-    saturated, the relay's CPU is what held it back."""
+    """A relayed cell at its expected rate is at the wire (a fair share counts from 0.75 of it: TCP flows on one
+    half split it unevenly, one above its share, one below); clearly below it (under 0.75), with a relay's busiest
+    core saturated, the relay's CPU is what held it back."""
     if not relays or gbps is None or not expected:
         return None, None
-    if gbps >= WIRE_FRACTION * expected:
+    if gbps >= (OUTLIER_FRACTION if shared else WIRE_FRACTION) * expected:
         return "wire", f"{gbps:.2f} Gb/s of {expected:.2f} expected through {', '.join(relays)}"
+    if gbps >= OUTLIER_FRACTION * expected:
+        return None, None
     hot = [(node, busiest_core[node]) for node in relays if busiest_core.get(node, (0, 0.0))[1] >= CPU_SATURATED]
     if not hot:
         return None, None
@@ -170,7 +181,8 @@ def cells_from_flows(
             tool = sum(measured) if len(measured) == len(mine) else None
             expected = sum(x for x in limits if x is not None) if all(x is not None for x in limits) else None
             relays = mine[0].flow.relays
-            ceiling, evidence = _relay_ceiling(src, dst, relays, tool, expected, busiest_core or {})
+            shared = tuple(sorted(set().union(*(partners[i] for i in indices))))
+            ceiling, evidence = _relay_ceiling(src, dst, relays, tool, expected, bool(shared), busiest_core or {})
             halves = {r.flow.source[1]: r.tool_gbps for r in mine}
             wire = [wire_tx.get((src, iface)) for iface in halves] if wire_tx is not None else []
             cells.append(
@@ -187,7 +199,7 @@ def cells_from_flows(
                     error="; ".join(errors) or None,
                     hops=mine[0].flow.hops,
                     relays=relays,
-                    shared_with=tuple(sorted(set().union(*(partners[i] for i in indices)))),
+                    shared_with=shared,
                     ceiling=ceiling,
                     ceiling_evidence=evidence,
                 )
@@ -256,11 +268,8 @@ def half_flows(results: Sequence[FlowResult]) -> list[HalfFlow]:
 def unshared_half_flows(results: Sequence[FlowResult]) -> list[HalfFlow]:
     """The flows of one round that had every cable half they crossed to themselves: what the half-level medians
     compare (a flow that shared one runs at its fair share, and would read as a degraded half)."""
-    count: dict[End, int] = {}
-    for r in results:
-        for half in r.flow.halves_crossed:
-            count[half] = count.get(half, 0) + 1
-    return half_flows([r for r in results if all(count[h] == 1 for h in r.flow.halves_crossed)])
+    on_half = _sharing(results)
+    return half_flows([r for r in results if all(len(on_half[h]) <= 1 for h in r.flow.halves_crossed)])
 
 
 @dataclass(frozen=True)

@@ -187,8 +187,11 @@ def plan_nccl(
     options: NcclOptions,
     memory: Mapping[str, NodeMemory] | None = None,
 ) -> NcclPlan | NotRunnable:
-    """How to run `collective` across every node discovered: one rank per GPU, launched from the first node."""
+    """How to run `collective` across every node discovered: one rank per GPU, launched from the first node. In a
+    ring the ranks follow the cables (NCCL's ring goes rank to rank: each step then is one cable, never a relay)."""
     nodes = sorted(facts)
+    if cabling.topology in ("ring", "chain") and sorted(cabling.order) == nodes:
+        nodes = list(cabling.order)
     if not nodes:
         return NotRunnable("no node was discovered", "run `wirespeed discover`")
     binary = f"{collective}_perf"
@@ -260,8 +263,14 @@ def plan_nccl(
         )
         mca += [("btl_tcp_if_include", ",".join(subnets)), ("oob_tcp_if_include", ",".join(subnets))]
     notes: list[str] = []
-    if cabling.topology == "ring" and len(nodes) >= 3:
+    if cabling.topology in ("ring", "chain") and len(nodes) >= 3:
         notes += ring_settings(facts, nodes, env)
+    if cabling.topology == "chain" and len(nodes) >= 3:
+        between = ", ".join(reversed(nodes[1:-1]))
+        notes.append(
+            f"a cut ring: NCCL's ring closes from {nodes[-1]} back to {nodes[0]} through {between}, which forward "
+            "that step in the cables' otherwise idle direction (their routes and ip_forward: `wirespeed check`)"
+        )
     for name, value in options.env:
         env[name] = value
 
@@ -297,7 +306,7 @@ def plan_nccl(
 RING_MIN_NCCL = (2, 30, 7)
 
 
-def _nccl_version(text: object) -> tuple[int, ...] | None:
+def nccl_version_tuple(text: object) -> tuple[int, ...] | None:
     """`2.28.9` (or `2.28.9+cuda13.0`, `NCCL version 2.30.1`) -> (2, 28, 9)."""
     match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text) if isinstance(text, str) else None
     return tuple(int(g) for g in match.groups() if g is not None) if match else None
@@ -317,7 +326,7 @@ def ring_settings(facts: Mapping[str, NodeFacts], nodes: Sequence[str], env: dic
     notes = [f"ring of {len(nodes)}: {said} (subnet-aware routing between neighbours, merged NICs off)"]
     old = []
     for node in nodes:
-        version = _nccl_version(facts[node].nccl_version)
+        version = nccl_version_tuple(facts[node].nccl_version)
         if version is None or version < RING_MIN_NCCL:
             shown = facts[node].nccl_version if isinstance(facts[node].nccl_version, str) else "unknown"
             old.append(f"{node} {shown}")

@@ -73,7 +73,7 @@ def _round(
     that share no cable through their relays."""
     if layer == "rdma":
         planned = _rdma_plan(discovery, _cabled(discovery, pairs), rdma_options(options))
-        if isinstance(planned, str):
+        if isinstance(planned, str) or not planned:
             return []
         runs = measure_pairs(remote, run_dir, planned, rdma_options(options), folder=folder, lat=False)
         return [r for run, pair in zip(runs, planned, strict=True) for r in bw_results(pair, run)]

@@ -147,6 +147,10 @@ def test_relay_ceiling_named_only_when_the_relay_core_is_saturated() -> None:
     assert not [o for o in find_outliers(cool, []) if o.kind == "relay"]
     limit = flows[0].limit_gbps
     assert limit is not None
+    uneven = results_of(flows, limit / 2 * 0.86)  # both directions at once: each half shared, TCP splits it unevenly
+    assert all(c.ceiling == "wire" for c in cells_from_flows(2, pairs, uneven, busiest_core={relay: (3, 99.0)}))
+    slower = [FlowResult(r.flow, r.direction, limit * 0.8) for r in results]  # 0.8 of the line rate, alone
+    assert all(c.ceiling is None for c in cells_from_flows(2, pairs, slower, busiest_core={relay: (3, 99.0)}))
     full = cells_from_flows(2, pairs, results_of(flows, limit * 0.95, bidir=False), busiest_core={relay: (3, 99.0)})
     assert all(c.ceiling == "wire" for c in full)
 

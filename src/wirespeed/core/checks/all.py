@@ -15,6 +15,7 @@ from wirespeed.core.checks import (  # noqa: F401 - imported for their @check re
     mtu,
     nccl,
     ncclconf,
+    ncclversion,
     nic,
     pciepath,
     rails,
