@@ -261,6 +261,8 @@ def plan_nccl(
                 if (a := _address(facts[node], h))
             }
         )
+        mpi_subnets = _management_subnets(facts, nodes) if _relays_between(cabling, nodes) else None
+        subnets = mpi_subnets or subnets
         mca += [("btl_tcp_if_include", ",".join(subnets)), ("oob_tcp_if_include", ",".join(subnets))]
     notes: list[str] = []
     if cabling.topology in ("ring", "chain") and len(nodes) >= 3:
@@ -299,6 +301,26 @@ def plan_nccl(
     )
     note = library_path_note(plan)
     return replace(plan, notes=(*plan.notes, note)) if note else plan
+
+
+def _relays_between(cabling: CablingMap, nodes: Sequence[str]) -> bool:
+    """Whether some pair of the rung's nodes shares no cable (a ring of four or more, or a cut ring)."""
+    return cabling.topology in ("ring", "chain") and len(nodes) >= (3 if cabling.topology == "chain" else 4)
+
+
+def _management_subnets(facts: Mapping[str, NodeFacts], nodes: Sequence[str]) -> list[str] | None:
+    """The management subnets, when every node has an address on one of them: where pairs of nodes share no cable,
+    MPI's own messages (its daemons' wiring, nccl-tests' first allgather) take the network that joins every node
+    directly, not the ring's relays (OpenMPI binds each connection to one interface's address, whose way back
+    through a ring may be another). None: some node has none, and MPI stays on the fabric."""
+    found = []
+    for node in nodes:
+        management = facts[node].management
+        netdev = None if isinstance(management, Unknown) else facts[node].netdev(management)
+        if netdev is None or not netdev.ipv4:
+            return None
+        found.append(str(ipaddress.ip_interface(netdev.ipv4[0]).network))
+    return sorted(set(found))
 
 
 # NCCL reads NCCL_IB_SUBNET_AWARE_ROUTING from 2.30.7 (NVIDIA/nccl tag v2.30.7-1, commit 5c1c4288 "Add subnet-aware

@@ -4,6 +4,7 @@ the Ring algorithm from four nodes, and a cut ring whose closing step crosses ev
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 
 import pytest
 from test_check_ring import names, ring
@@ -12,6 +13,7 @@ from wirespeed.core.facts import Gpu, Tool
 from wirespeed.core.nccl import NcclOptions, NcclPlan, launch_address, plan_nccl
 
 BINARY = "/opt/nccl-tests/build/all_reduce_perf"
+MANAGEMENT = "enP7s7"
 
 
 def with_gpus(data, order):  # type: ignore[no-untyped-def]
@@ -44,3 +46,16 @@ def test_a_cut_ring_says_its_closing_step_crosses_the_relays() -> None:
     plan = plan_nccl(facts, cabling, "all_reduce", NcclOptions())
     assert isinstance(plan, NcclPlan) and dict(plan.env)["NCCL_ALGO"] == "Ring"
     assert any("spark-4 back to spark-1 through spark-3, spark-2" in note for note in plan.notes), plan.notes
+
+
+def test_mpi_takes_the_management_network_where_pairs_share_no_cable() -> None:
+    facts, cabling = with_gpus(ring(4), names(4))
+    plan = plan_nccl(facts, cabling, "all_reduce", NcclOptions())
+    assert isinstance(plan, NcclPlan)
+    mca = dict(plan.mca)
+    management = {str(ipaddress.ip_interface(f.netdev(MANAGEMENT).ipv4[0]).network) for f in facts.values()}  # type: ignore[union-attr]
+    assert mca["btl_tcp_if_include"] == mca["oob_tcp_if_include"] == ",".join(sorted(management))
+    assert MANAGEMENT not in dict(plan.env)["NCCL_SOCKET_IFNAME"]  # NCCL's own traffic stays on the fabric
+    three, cabling3 = with_gpus(ring(3), names(3))  # every pair shares a cable: MPI stays on the fabric
+    plan3 = plan_nccl(three, cabling3, "all_reduce", NcclOptions())
+    assert isinstance(plan3, NcclPlan) and "198.19." in dict(plan3.mca)["btl_tcp_if_include"]
