@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,33 @@ def test_four_node_ring_discovered_fixed_and_reverted(tmp_path: Path) -> None:
             assert run(remote, node, "cat", "/proc/sys/net/ipv4/ip_forward").strip() == "0"
             assert not (etc_of[node] / FORWARD_FILE).exists()
         assert statuses(cluster)["ring.routes"]["status"] == "fail"
+
+
+def test_a_four_node_ring_commissioned_as_an_owner_would(tmp_path: Path) -> None:
+    """init on node 1 reaches the far node through the management network; commission does not stop at ssh.mesh
+    (the far nodes' fabric addresses wait for the routes its own fix adds) and completes, every check after it
+    passing but tools.present (this machine's iperf3 and no nccl-tests)."""
+    from wirespeed.testbed.login import shell_argv
+
+    with running_testbed("wrc-", nodes=COUNT, topology="ring") as (state, _):
+
+        def shell(*argv: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(shell_argv(state, "wrc-1", list(argv), tty=False), capture_output=True,
+                                  text=True, timeout=600, check=False)  # fmt: skip
+
+        peers = ",".join(n.mgmt_address.split("/")[0] for n in state.plan.nodes[1:])
+        done = shell("wirespeed", "init", "--yes", "--no-check", "--peers", peers)
+        assert done.returncode == 0, done.stdout + done.stderr
+        done = shell("wirespeed", "commission", "--yes", "--rungs", "tcp-halves", "--seconds", "2", "--no-live",
+                     "--runs", str(tmp_path))  # fmt: skip
+        assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    [run_dir] = [p for p in tmp_path.iterdir() if (p / "run.json").exists()]
+    before, after = (
+        {r["id"]: r for r in json.loads((run_dir / phase / "checks.json").read_text())["results"]}
+        for phase in ("before", "after")
+    )
+    assert before["ssh.mesh"]["status"] == "warn" and "wait for the ring's routes" in before["ssh.mesh"]["summary"]
+    assert before["ring.routes"]["status"] == "fail"
+    failing = {i: r["summary"] for i, r in after.items() if r["status"] in ("fail", "warn") and i != "tools.present"}
+    assert failing == {}, failing
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"

@@ -3,10 +3,12 @@ every address they use: the management address, and the fabric address mpirun's 
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 
 from wirespeed.core.cabling import CablingMap
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
+from wirespeed.core.checks.ring import missing_routes
 from wirespeed.core.facts import NodeFacts, Unknown
 from wirespeed.core.nccl import launch_address
 
@@ -57,7 +59,27 @@ def ssh_mesh(data: CheckInput) -> CheckResult:
             )
         )
     pairs = ", ".join(f"{a}->{b} ({address})" for a, b, address in failed)
+    awaiting = _awaiting_routes(data, failed)
+    if awaiting == set(failed):  # every failure is a ring pair without its route yet: `fix` mends them
+        return result(ID, CheckStatus.WARN, f"{len(failed)} of {len(mesh)} connections wait for the ring's routes "
+                      f"(ring.routes; `wirespeed fix` adds them): {pairs}", evidence, fixes)  # fmt: skip
     return result(ID, CheckStatus.FAIL, f"{len(failed)} of {len(mesh)} connections fail: {pairs}", evidence, fixes)
+
+
+def _awaiting_routes(data: CheckInput, failed: Mapping[tuple[str, str, str], str]) -> set[tuple[str, str, str]]:
+    """The failed connections to a fabric address that the ring's planned routes, still missing on the node that
+    tried, would carry: in a ring of four or more, pairs that share no cable cannot reach each other before
+    `fix` routes them, which is no reason to stop a commission whose fix adds the routes."""
+    missing = missing_routes(data)
+    awaiting = set()
+    for a, b, address in failed:
+        try:
+            target = ipaddress.ip_address(address)
+        except ValueError:
+            continue
+        if any(target in ipaddress.ip_network(route.dst) for route in missing.get(a, [])):
+            awaiting.add((a, b, address))
+    return awaiting
 
 
 def _commands(node: str, peer: str, address: str, fabric: bool, reason: str) -> tuple[str, ...]:
