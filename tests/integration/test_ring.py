@@ -116,6 +116,12 @@ def test_a_four_node_ring_commissioned_as_an_owner_would(tmp_path: Path) -> None
             return subprocess.run(shell_argv(state, "wrc-1", list(argv), tty=False), capture_output=True,
                                   text=True, timeout=600, check=False)  # fmt: skip
 
+        done = shell("wirespeed", "init", "--yes", "--no-check")  # finds the neighbours only, and says so
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert (
+            "wrc-2 enp1s0f0np0 (198.19.2.0/24)" in done.stderr and "cabled to a node init did not reach" in done.stderr
+        )
+        assert "(wrc-1, wrc-2, wrc-4)" in done.stderr
         peers = ",".join(n.mgmt_address.split("/")[0] for n in state.plan.nodes[1:])
         done = shell("wirespeed", "init", "--yes", "--no-check", "--peers", peers)
         assert done.returncode == 0, done.stdout + done.stderr

@@ -160,3 +160,18 @@ def test_only_a_plain_mesh_key_goes_into_authorized_keys(line: str) -> None:
     with pytest.raises(UsageError, match=r"spark-1: ~/\.ssh/wirespeed_ed25519\.pub is not a wirespeed mesh key"):
         sshmesh.check_public_key(line, "spark-1")
     assert sshmesh.check_public_key(f"ssh-ed25519 {KEY} wirespeed-mesh@spark-1\n", "spark-1").endswith("spark-1")
+
+
+def test_a_half_whose_subnet_no_other_node_shares_leads_to_a_node_not_reached() -> None:
+    halves = ("enp1s0f0np0", "enp1s0f1np1")
+    members = {  # spark-1 with its two neighbours of a ring of four: spark-3 is not among them
+        "spark-1": {"enp1s0f0np0": ["198.19.0.1/24"], "enp1s0f1np1": ["198.19.6.1/24"], "docker0": ["172.17.0.1/16"]},
+        "spark-2": {"enp1s0f0np0": ["198.19.2.2/24"], "enp1s0f1np1": ["198.19.0.2/24"]},
+        "spark-4": {"enp1s0f0np0": ["198.19.6.4/24"], "enp1s0f1np1": ["198.19.4.4/24"]},
+    }
+    assert sshmesh.lone_halves(members, halves) == [
+        ("spark-2", "enp1s0f0np0", "198.19.2.0/24"),
+        ("spark-4", "enp1s0f1np1", "198.19.4.0/24"),
+    ]
+    shipped = {n: {"enp1s0f1np1": [f"169.254.3.{i}/16"]} for i, n in enumerate(("spark-1", "spark-2"), 1)}
+    assert sshmesh.lone_halves(shipped, halves) == []  # one link-local subnet for every half

@@ -113,6 +113,13 @@ def init_cmd(
             soft_wrap=True,  # one node, one line, whatever the width
         )
     console.print(f"found by {found.method}; cluster file {path}", soft_wrap=True)
+    lone = sshmesh.lone_halves({m.name: m.ipv4 for m in survey.members}, found.fabric)
+    if lone:
+        where = ", ".join(f"{node} {half} ({subnet})" for node, half, subnet in lone[:4])
+        more = f" and {len(lone) - 4} more" if len(lone) > 4 else ""
+        say(f"{where}{more}: cabled to a node init did not reach. In a ring of four or more, the nodes past the "
+            "neighbours answer only once the ring is routed: name every other node by its management address, "
+            "`wirespeed init --peers ADDR,ADDR,...`")  # fmt: skip
     question = (
         "Compare the host keys with `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on each node. Set up the "
         f"ssh mesh on these {len(survey.members)} nodes?"

@@ -155,6 +155,29 @@ def half_of(address: str, halves: Mapping[str, Sequence[str]]) -> str | None:
     return None
 
 
+def lone_halves(
+    members: Mapping[str, Mapping[str, Sequence[str]]], halves: Iterable[str]
+) -> list[tuple[str, str, str]]:
+    """(node, half, subnet) for each addressed fabric half whose subnet no other node found has an address on: its
+    cable leads to a node init did not reach (in a ring of four or more, the nodes past the neighbours: they answer
+    only once the ring is routed). Halves on a subnet every half shares (link-local) never count."""
+    names = set(halves)
+    seen: dict[ipaddress.IPv4Network, set[str]] = {}
+    for node, ipv4 in members.items():
+        for half, cidrs in ipv4.items():
+            if half in names:
+                for cidr in cidrs:
+                    seen.setdefault(ipaddress.IPv4Interface(cidr).network, set()).add(node)
+    return sorted(
+        (node, half, str(network))
+        for node, ipv4 in members.items()
+        for half, cidrs in ipv4.items()
+        if half in names
+        for cidr in cidrs
+        if seen[(network := ipaddress.IPv4Interface(cidr).network)] == {node}
+    )
+
+
 @dataclass(frozen=True)
 class MeshNode:
     """One node of the mesh as init found it."""

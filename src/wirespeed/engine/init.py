@@ -12,7 +12,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from wirespeed.adapters import files
@@ -197,9 +197,9 @@ def _write(remote: Remote, node: Node, name: str, text: str) -> None:
 
 def _describe(
     remote: Remote, node: Node, reached_on: str | None, fabric: Sequence[str]
-) -> tuple[str, str, str, tuple[str, ...]]:
-    """(host name, user, management address, every IPv4 address but loopback) of a node, as it says itself over
-    the connection its pinned host key authenticated."""
+) -> tuple[str, str, str, tuple[str, ...], dict[str, list[str]]]:
+    """(host name, user, management address, every IPv4 address but loopback, and by interface with prefixes) of
+    a node, as it says itself over the connection its pinned host key authenticated."""
     name = _must(remote, node, ["hostname"]).strip()
     user = _must(remote, node, ["id", "-un"]).strip()
     addresses = sv.ip_addr_json(_must(remote, node, ["ip", "-j", "addr", "show"]))
@@ -208,7 +208,7 @@ def _describe(
     if management is None:
         raise WirespeedError(f"{name}: no IPv4 address to name it by", hint="give the node a management address")
     every = tuple(c.split("/")[0] for iface, cidrs in addresses.ipv4.items() if iface != "lo" for c in cidrs)
-    return name, user, management, every
+    return name, user, management, every, {i: list(c) for i, c in addresses.ipv4.items()}
 
 
 @dataclass(frozen=True)
@@ -221,6 +221,7 @@ class Member:
     management: str
     machine: sshmesh.Peer
     addresses: tuple[str, ...]  # every IPv4 address it has (mDNS may have shown one per node only)
+    ipv4: Mapping[str, Sequence[str]] = field(default_factory=dict)  # interface -> CIDRs
 
 
 class Survey:
@@ -247,9 +248,9 @@ def survey(found: Found, options: InitOptions, say: Callable[[str], None]) -> Su
     try:
         for node, machine in zip(nodes, machines, strict=True):
             reached = None if node.is_local else node.host
-            name, user, management, every = _describe(remote, node, reached, fabric)
+            name, user, management, every, ipv4 = _describe(remote, node, reached, fabric)
             say(f"{name}: reached {'here' if reached is None else 'on ' + reached} as {user}")
-            members.append(Member(node, name, user, management, machine, every))
+            members.append(Member(node, name, user, management, machine, every, ipv4))
     except BaseException:
         session.close()
         raise
