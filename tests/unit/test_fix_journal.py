@@ -209,7 +209,7 @@ def test_a_record_written_before_confirming_keeps_the_one_before(tmp_path: Path)
     assert isinstance(s1, tuple) and s1[2] == "s1-old" and s1[0][0].value == "4096 131072 6291456"
     s2 = _from_record(pending, "R", "s2", states)
     assert isinstance(s2, tuple) and s2[2] == "s2-new"
-    assert _from_record(pending, "R", "s3", states) is None  # not covered: its own journal decides
+    assert _from_record(pending, "R", "s3", states) is None  # not covered: that fix left it as it was
     # nothing of the new fix stayed: the earlier record is the record again
     for outcome in applied:
         outcome.rolled_back = True
@@ -223,3 +223,28 @@ def test_a_reverted_or_rolled_back_fix_in_the_record_is_not_undone_again(tmp_pat
     assert "rolled back" in str(_from_record(record, "R", "s2", {"s2-a": "rolledback"}))
     old = _from_record({"nodes": {"s1": [ENTRY]}}, "R", "s1", {})  # a record from before journals
     assert isinstance(old, tuple) and old[2] is None
+
+
+def test_revert_with_a_record_leaves_the_nodes_it_does_not_cover(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first fix on s1 and s2, a second on s1 only: --revert with the second's record undoes s1's second fix and
+    leaves s2 with its first (its own journal's latest), where before it undid that too."""
+    from wirespeed.core.inventory import Cluster, Node
+    from wirespeed.engine import fix as fixing
+
+    record = tmp_path / "fix.json"
+    write_record(record, [NodeOutcome("s1", applied=[ENTRY], token="s1-b")])
+    latest = {n: {"token": f"{n}-a", "applied": [ENTRY], "created_utc": "earlier"} for n in ("s1", "s2")}
+    states = {"s1-a": "confirmed", "s1-b": "confirmed", "s2-a": "confirmed"}
+    answers = {n: ({"states": states, "latest": latest[n]}, "") for n in ("s1", "s2")}
+    monkeypatch.setattr(fixing, "_agent", lambda remote, node, *args, **kw: answers[node.name])
+
+    class Remote:
+        cluster = Cluster(name="c", nodes=(Node("s1", "10.0.0.1"), Node("s2", "10.0.0.2")), source="test")
+
+    made = fixing.plan_revert(Remote(), record, lambda line: None)  # type: ignore[arg-type]
+    assert list(made.operations) == ["s1"] and made.reverts == {"s1": "s1-b"}
+    assert made.notes["s2"] == [f"nothing to revert: the fix {record} records did not change it"]
+    without = fixing.plan_revert(Remote(), tmp_path / "none.json", lambda line: None)  # type: ignore[arg-type]
+    assert sorted(without.operations) == ["s1", "s2"] and without.reverts == {"s1": "s1-a", "s2": "s2-a"}

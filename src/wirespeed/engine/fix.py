@@ -425,8 +425,9 @@ def _from_record(
 
 def plan_revert(remote: Remote, record_path: Path, say: Say) -> FixPlan:
     """Undo per node: from the controller's record where it covers the node (unless the node's journal says that
-    fix was rolled back or reverted), else from the node's own latest confirmed journal. Every node is asked,
-    after its pending rollback timers decided; a node that cannot be asked is said, and the record used for it."""
+    fix was rolled back or reverted); a node the record does not cover was not changed by that fix and stays as
+    it is (an earlier fix on it too); with no record, from each node's own latest confirmed journal. Every node is
+    asked, after its pending rollback timers decided; a node that cannot be asked is said, and the record used."""
     record = _load(record_path) if record_path.exists() else None
     where = str(record_path)
     nodes = list(remote.cluster.nodes)
@@ -446,7 +447,7 @@ def plan_revert(remote: Remote, record_path: Path, say: Say) -> FixPlan:
                 made.reverts[node.name] = token
             continue
         latest = (data or {}).get("latest")
-        if found is None and latest:
+        if found is None and latest and record is None:  # no record: each node's own last fix
             entries = [e for e in latest.get("applied") or [] if e.get("original") != (e.get("op") or {}).get("value")]
             ops = _undo(f"{node.name}: journal {latest.get('token')}", node.name, entries)
             if ops:
@@ -454,8 +455,8 @@ def plan_revert(remote: Remote, record_path: Path, say: Say) -> FixPlan:
                 made.sources[node.name] = f"its journal {latest['token']} (fix of {latest.get('created_utc')})"
                 made.reverts[node.name] = latest["token"]
                 continue
-        if found is None and data is not None and record is not None:
-            found = "no record of it, and no confirmed fix in its journal"
+        if found is None and record is not None:  # the last fix did not change it: an earlier one stays
+            found = f"the fix {where} records did not change it"
         if isinstance(found, str):
             made.notes[node.name] = [f"nothing to revert: {found}"]
     if not made.operations and record is None:
