@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from wirespeed.core.errors import UsageError
+from wirespeed.testbed import build
 from wirespeed.testbed.login import shell_argv
 
 from .helpers import running_testbed
@@ -54,6 +56,8 @@ def test_an_ordinary_account_reads_the_shaped_rate_and_names_the_ceilings_root_n
                 for iface in CABLED:
                     done = remote.run(node, ["cat", f"/sys/class/net/{iface}/speed"])
                     assert done.ok and done.stdout.strip() == "1000", (node.name, iface, done.stdout, done.stderr)
+            with pytest.raises(UsageError, match="macvlans over a tap"):  # a fault that could not show is refused
+                build.fault("wru-", "wru-1", CABLED[0], build.Fault(mtu=1500))
             assert shell(state, "wru-1", "wirespeed", "init", "--yes").returncode == 0
             done = shell(state, "wru-1", "wirespeed", "commission", "--become", "--no-fix", "--rungs",
                          "tcp", "--seconds", "2", "--runs", str(runs_user))  # fmt: skip

@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 
 from wirespeed.core.cabling import CablingMap
-from wirespeed.core.checks.ring import HalfLink, Relay, RingPlan, _Ring, ring_plan
+from wirespeed.core.checks.ring import HalfLink, Relay, RingPaths, RingPlan, ring_plan
 from wirespeed.core.facts import PCIE_PAYLOAD_EFFICIENCY, NodeFacts
 from wirespeed.core.ladder import flows_between
 from wirespeed.core.results import End, Flow
@@ -52,7 +52,7 @@ def relay_ways(plan: RingPlan, facts: Mapping[str, NodeFacts], client: str, serv
     from the client's address on the half its route leaves by, to the server's address on the cable the path
     arrives by. A way is kept only when the answer comes back the same way (the reverse path through the same
     relays); empty when the two share a cable or no way is routed."""
-    ring = _Ring(plan.order, plan.closed, plan.links)
+    ring = RingPaths(plan.order, plan.closed, plan.links)
     start, end = plan.order.index(client), plan.order.index(server)
     ways: dict[tuple[str, ...], list[tuple[int, Flow]]] = {}
     for target in plan.links:

@@ -912,6 +912,12 @@ def fault(prefix: str, node: str, iface: str, change: Fault) -> dict[str, Any]:
     netns, dev, _address, _rate = _target(state, node, iface)
     if not change.to_json():
         raise UsageError("no fault given", hint="use --mtu M, --down, --unaddress, --ipv6 on|off or --rate RATE")
+    if change.mtu is not None and (netns, dev) in rated_links(state.plan):
+        raise UsageError(
+            f"{node} {iface}: on a testbed with an ordinary account the halves are macvlans over a tap, which pass "
+            "frames larger than the receiver's MTU (a NIC and a veth drop them): an MTU fault would not show",
+            hint="bring the testbed up without --user for MTU faults",
+        )
     if change.mtu is not None:
         system.run(["ip", "-n", netns, "link", "set", dev, "mtu", str(change.mtu)], f"{netns}: MTU of {dev}")
     if change.down:

@@ -135,7 +135,7 @@ def _direction(position: int, cable: int, count: int, closed: bool) -> int | Non
     return 1 if ahead <= behind else -1
 
 
-class _Ring:
+class RingPaths:
     """Where a packet goes, hop by hop, once every node has its planned routes."""
 
     def __init__(self, order: tuple[str, ...], closed: bool, links: Sequence[HalfLink]) -> None:
@@ -194,7 +194,7 @@ def ring_plan(cabling: CablingMap, facts: Mapping[str, NodeFacts]) -> RingPlan |
         return None
     order, closed = cabling.order, cabling.topology == "ring"
     links, unaddressed = _half_links(cabling, facts)
-    ring = _Ring(order, closed, links)
+    ring = RingPaths(order, closed, links)
     routes: list[PlannedRoute] = []
     relays: dict[str, set[tuple[str, str]]] = {}
     asymmetric: dict[str, set[str]] = {}
