@@ -114,3 +114,17 @@ def round_flows(
         itertools.product(*choices), key=lambda ways: _sharing([*direct, *(f for w in ways for f in w)], bidir)
     )  # the first of the least shared: the routes' own tie-break where nothing is gained
     return [*direct, *(f for way in best for f in way)]
+
+
+def round_label(pairs: Sequence[tuple[str, str]], flows: Sequence[Flow]) -> str:
+    """`a<->b, c<->e via d`: a round's pairs as the live view names them, a relayed pair with the nodes its
+    client's flows pass (which cables carry relayed traffic while the round runs)."""
+    via: dict[frozenset[str], tuple[str, ...]] = {}
+    for flow in flows:
+        if flow.relays:
+            via.setdefault(frozenset((flow.source[0], flow.target[0])), flow.relays)
+    named = []
+    for a, b in pairs:
+        relays = via.get(frozenset((a, b)))
+        named.append(f"{a}<->{b}" + (f" via {', '.join(relays)}" if relays else ""))
+    return ", ".join(named)

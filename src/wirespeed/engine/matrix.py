@@ -27,8 +27,8 @@ from wirespeed.core.matrix import (
 )
 from wirespeed.core.meter import layout_from_facts
 from wirespeed.core.rdma import RdmaOptions, RdmaPair, plan_rdma
-from wirespeed.core.relay import round_flows
-from wirespeed.core.results import FlowResult, NotRunnable, RungStatus
+from wirespeed.core.relay import round_flows, round_label
+from wirespeed.core.results import Flow, FlowResult, NotRunnable, RungStatus
 from wirespeed.engine.live import LiveBoard
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory
@@ -66,18 +66,17 @@ def _rdma_plan(discovery: Discovery, pairs: Sequence[tuple[str, str]], options: 
 
 
 def _round(
-    remote: Remote, discovery: Discovery, layer: str, pairs: Sequence[tuple[str, str]], options: BenchOptions,
-    run_dir: RunDirectory, folder: str,
+    remote: Remote, discovery: Discovery, layer: str, pairs: Sequence[tuple[str, str]], flows: Sequence[Flow],
+    options: BenchOptions, run_dir: RunDirectory, folder: str,
 ) -> list[FlowResult]:  # fmt: skip
-    """Every half of every pair of one round, both directions at once where asked; over TCP, the pairs of a ring
-    that share no cable through their relays."""
+    """Every half of every pair of one round, both directions at once where asked; over TCP, `flows` (a ring's
+    pairs that share no cable through their relays)."""
     if layer == "rdma":
         planned = _rdma_plan(discovery, _cabled(discovery, pairs), rdma_options(options))
         if isinstance(planned, str) or not planned:
             return []
         runs = measure_pairs(remote, run_dir, planned, rdma_options(options), folder=folder, lat=False)
         return [r for run, pair in zip(runs, planned, strict=True) for r in bw_results(pair, run)]
-    flows = round_flows(discovery.facts, discovery.cabling, pairs, options.bidir)
     if not flows:
         return []
     return measure_flows(remote, run_dir, flows, seconds=options.seconds, bidir=options.bidir, folder=folder)
@@ -127,10 +126,12 @@ def run_matrix(
     with WireRecorder(remote, layouts, options.interval_s, record, board.view if board else None) as recorder:
         try:
             for number, pairs in enumerate(rounds, start=1):
+                tcp = layer == "tcp"
+                planned = round_flows(discovery.facts, discovery.cabling, pairs, options.bidir) if tcp else []
                 if board is not None:
-                    board.detail(f"round {number} of {len(rounds)}: " + ", ".join(f"{a}<->{b}" for a, b in pairs))
+                    board.detail(f"round {number} of {len(rounds)}: {round_label(pairs, planned)}")
                 started = time.monotonic()
-                flows = _round(remote, discovery, layer, pairs, options, run_dir, f"{name}/round-{number}")
+                flows = _round(remote, discovery, layer, pairs, planned, options, run_dir, f"{name}/round-{number}")
                 ended = time.monotonic()
                 round_seconds.append(ended - started)
                 window_end = min(ended, started + MEASURE_FROM_S + max(options.seconds - 0.5, 0.5))

@@ -23,7 +23,7 @@ from wirespeed.core.matrix import (
     round_robin,
     unshared_half_flows,
 )
-from wirespeed.core.relay import round_flows
+from wirespeed.core.relay import round_flows, round_label
 from wirespeed.core.results import Direction, End, Flow, FlowResult, RungStatus
 from wirespeed.ui.matrix import matrix_view
 
@@ -207,3 +207,10 @@ def test_the_view_marks_relayed_cells_with_hops_within_120_columns() -> None:
     shown = console.file.getvalue()  # type: ignore[attr-defined]
     assert "(4)" in shown and "2 hops via spark-" in shown
     assert all(len(line) <= 120 for line in shown.splitlines()), max(shown.splitlines(), key=len)
+
+
+def test_the_live_view_names_each_relayed_pair_with_its_relays() -> None:
+    pairs, flows = relayed_round()
+    assert round_label(pairs, flows) == "spark-1<->spark-3 via spark-2, spark-4<->spark-2 via spark-3"
+    neighbours = round_robin(sorted(ring(4).cabling.order))[0]
+    assert " via " not in round_label(neighbours, round_flows(ring(4).facts, ring(4).cabling, neighbours, True))
