@@ -14,7 +14,7 @@ from wirespeed.core.switchstate import (
     PortUpdate,
     SwitchReplyError,
     SwitchState,
-    monitor_numbers,
+    monitor_targets,
     parse_int,
     parse_state,
     plan_updates,
@@ -35,7 +35,7 @@ def call(emu: RouterOSEmulator, method: str, path: str, body: dict[str, Any] | N
 
 def read(emu: RouterOSEmulator, config: SwitchConfig = CONFIG) -> SwitchState:
     ethernet = call(emu, "GET", "interface/ethernet")
-    names = ",".join(monitor_numbers(ethernet, config))
+    names = ",".join(name for name, _ in monitor_targets(ethernet, config))
     return parse_state(
         "198.18.0.10",
         call(emu, "GET", "system/resource"),

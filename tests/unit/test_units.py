@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wirespeed.core.errors import UsageError
-from wirespeed.core.units import bps_to_gbps, format_rate, parse_rate_bps, tc_rate
+from wirespeed.core.units import format_rate, parse_rate_bps, tc_rate
 
 
 @pytest.mark.parametrize(
@@ -77,13 +77,6 @@ def test_tc_rate_is_lossless(rate: int) -> None:
     text = tc_rate(rate)
     assert text == f"{rate}bit"
     assert parse_rate_bps(text) == rate
-
-
-def test_bps_to_gbps() -> None:
-    assert bps_to_gbps(10**9) == 1.0
-    assert bps_to_gbps(2.5e9) == 2.5
-    assert bps_to_gbps(940e6) == pytest.approx(0.94)
-    assert bps_to_gbps(0) == 0.0
 
 
 @pytest.mark.parametrize(

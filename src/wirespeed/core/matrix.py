@@ -207,12 +207,6 @@ def cells_from_flows(
     return cells
 
 
-def _total(values: Sequence[float | None]) -> float | None:
-    """The sum, or None when any part is unknown (or there are none): a partial sum would read as a low figure."""
-    known = [v for v in values if v is not None]
-    return sum(known) if values and len(known) == len(values) else None
-
-
 def find_outliers(cells: Sequence[MatrixCell], flows: Sequence[HalfFlow]) -> list[Outlier]:
     """Cells below 0.75 of the median cell, halves whose flows (sent or received) sit below 0.75 of the median flow,
     cells below half their line rate (or fair share), unless every cell is (then the ceiling is elsewhere, not a

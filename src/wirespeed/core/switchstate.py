@@ -167,11 +167,6 @@ def monitor_targets(ethernet: Any, config: SwitchConfig) -> list[tuple[str, str]
     return [(names.get(p, p), node) for node, p in wanted_ports(config) if p in names or p in current]
 
 
-def monitor_numbers(ethernet: Any, config: SwitchConfig) -> list[str]:
-    """The current names of the fabric ports: what `monitor` takes."""
-    return [name for name, _ in monitor_targets(ethernet, config)]
-
-
 # ---------------------------------------------------------------------------------------------- what should change
 @dataclass(frozen=True)
 class Change:

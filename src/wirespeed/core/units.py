@@ -36,11 +36,6 @@ def tc_rate(bits_per_second: int) -> str:
     return f"{bits_per_second}bit"
 
 
-def bps_to_gbps(bits_per_second: float) -> float:
-    """Bits per second to Gb/s (10^9 bit/s)."""
-    return bits_per_second / 1e9
-
-
 def format_rate(bits_per_second: float) -> str:
     """Human rate with an explicit unit: 1.00 Gb/s, 940.00 Mb/s."""
     for unit, scale in (("Tb/s", 1e12), ("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):

@@ -148,11 +148,6 @@ def read_ibdev2netdev(text: str) -> NetdevListing:
     return NetdevListing(tuple(found), tuple(skipped))
 
 
-def parse_ibdev2netdev(text: str) -> tuple[NetdevMapping, ...]:
-    """The mappings of read_ibdev2netdev, without the lines it skipped."""
-    return read_ibdev2netdev(text).mappings
-
-
 # ---------------------------------------------------------------------------------------------------- ibv_devinfo
 
 
