@@ -74,7 +74,7 @@ def test_a_second_bench_refuses_naming_the_holder_then_queues_with_wait(bed: Rem
         assert first.poll() is None, first.communicate()
         refused = subprocess.run(bench(bed, tmp_path / "b", "--seconds", "2"), capture_output=True, text=True,
                                  timeout=60, check=False)  # fmt: skip
-        assert refused.returncode == 3, refused.stderr
+        assert refused.returncode == 4, refused.stderr  # busy: its own exit status
         [line] = [x for x in refused.stderr.splitlines() if x.strip()]
         assert line.startswith(f"wirespeed: error: {PREFIX}1: busy: bench tcp-single by ")
         assert f"(pid {first.pid}) since 20" in line and "--wait" in line

@@ -1,5 +1,5 @@
 """The bench lock: the holder and the agent's answers (pure), and `wirespeed agent lock` itself on this machine,
-under a config root of its own: busy with the holder named (exit 3), queued with --wait, released when its
+under a config root of its own: busy with the holder named (exit 4), queued with --wait, released when its
 controller lets go (stdin closed or TERM), the file naming nobody then."""
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def test_one_holder_at_a_time_then_the_next(tmp_path: Path) -> None:
         other = Holder("commission", "bob", "spark-2", 7, "2026-11-24T03:13:00Z")
         refused = agent_lock(tmp_path, other)
         assert first_answer(refused) == (BUSY, ME)  # who is in the way, and since when
-        assert refused.wait(timeout=30) == 3
+        assert refused.wait(timeout=30) == 4
         queued = agent_lock(tmp_path, other, "--wait")
         assert first_answer(queued) == (WAITING, ME)
         assert first.stdin is not None
@@ -83,7 +83,7 @@ def test_a_queue_has_an_end_then_says_busy(tmp_path: Path) -> None:
         queued = agent_lock(tmp_path, other, "--wait", "--wait-limit", "0.5")
         assert first_answer(queued) == (WAITING, ME)
         assert first_answer(queued) == (BUSY, ME)  # still held when its wait ran out
-        assert queued.wait(timeout=30) == 3
+        assert queued.wait(timeout=30) == 4
     finally:
         if first.poll() is None:
             first.kill()

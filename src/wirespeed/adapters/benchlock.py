@@ -17,6 +17,7 @@ from pathlib import Path
 
 from wirespeed.adapters.configroot import system_path
 from wirespeed.core.benchlock import BUSY, LOCKED, WAITING, Holder, answer
+from wirespeed.core.errors import ExitStatus
 
 LOCK = "/run/lock/wirespeed-bench.lock"  # world-writable (1777) on Debian and Ubuntu; per node on emulated ones
 
@@ -87,8 +88,8 @@ def _take(fd: int, wait_s: float) -> bool:
 
 
 def hold(holder: Holder, wait: bool, wait_s: float = 3600.0) -> int:
-    """Take the lock (or say who has it: exit 3), name `holder` in the file, hold it until released. With `wait`,
-    queue behind the holder for at most `wait_s` seconds, then say busy (exit 3)."""
+    """Take the lock (or say who has it: exit 4, ExitStatus.BUSY), name `holder` in the file, hold it until
+    released (exit 0). With `wait`, queue behind the holder for at most `wait_s` seconds, then say busy."""
     path = lock_path()
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     with contextlib.suppress(OSError):
@@ -97,11 +98,11 @@ def hold(holder: Holder, wait: bool, wait_s: float = 3600.0) -> int:
         if not _take(fd, 0.0):
             if not wait:
                 _say(answer(BUSY, _holder_in(fd)))
-                return 3
+                return ExitStatus.BUSY
             _say(answer(WAITING, _holder_in(fd)))
             if not _take(fd, wait_s):
                 _say(answer(BUSY, _holder_in(fd)))
-                return 3
+                return ExitStatus.BUSY
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(holder.to_json()).encode(), 0)
         _say(answer(LOCKED, holder))
@@ -111,6 +112,6 @@ def hold(holder: Holder, wait: bool, wait_s: float = 3600.0) -> int:
             pass
         finally:
             os.ftruncate(fd, 0)  # the file names a holder only while the lock is held
-        return 0
+        return ExitStatus.OK
     finally:
         os.close(fd)  # and with it the flock

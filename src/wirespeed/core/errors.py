@@ -12,6 +12,7 @@ class ExitStatus(IntEnum):
     FINDING = 1  # something failed: a check, a regression, a rung, a node; or an error the command stopped on
     USAGE = 2  # the command line or the cluster file cannot be used as given
     NOT_MEASURED = 3  # a check or a node could not be read (or no rung ran): the answer is incomplete
+    BUSY = 4  # another measurement holds a node's lock: nothing was started (try again, or --wait)
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as a shell reports it
     BROKEN_PIPE = 141  # stdout closed early (128 + SIGPIPE), e.g. piped into `head`
 

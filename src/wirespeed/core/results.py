@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 
 from wirespeed.core.decode import Fields, Figures
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 2  # the record format, apart from the package's version (wirespeed.__version__)
+UNVERSIONED_SCHEMA = 1  # records written before they carried `schema_version`
 End = tuple[str, str]  # (node, interface)
 E = TypeVar("E", bound=StrEnum)
 
@@ -34,8 +35,8 @@ class Direction(StrEnum):
 
 
 def check_version(data: Fields) -> int:
-    """The record's schema version (1 when absent: wirespeed 0.1); a newer one is refused with an upgrade hint."""
-    version = data.whole("schema_version") if "schema_version" in data else 1
+    """The record's schema version (UNVERSIONED_SCHEMA when absent); a newer one is refused with an upgrade hint."""
+    version = data.whole("schema_version") if "schema_version" in data else UNVERSIONED_SCHEMA
     if version > SCHEMA_VERSION:
         raise ValueError(
             f"{data.where}: schema version {version} is newer than this wirespeed reads ({SCHEMA_VERSION}): upgrade it"

@@ -26,9 +26,9 @@ LOCK_BUDGET = Budget(stdout_bytes=1 * MiB, stderr_bytes=4 * MiB, line_bytes=64 *
 
 
 class ClusterBusy(WirespeedError):
-    """Another measurement holds a node's lock: nothing was measured (exit 3)."""
+    """Another measurement holds a node's lock: nothing was started (exit 4, its own: a script retries this one)."""
 
-    exit_status = ExitStatus.NOT_MEASURED
+    exit_status = ExitStatus.BUSY
 
 
 def me(what: str) -> Holder:
