@@ -371,3 +371,19 @@ def test_local_cluster() -> None:
     cluster = local_cluster()
     assert cluster.names == ("localhost",)
     assert cluster.nodes[0].is_local
+
+
+def test_hosts_take_node_sets_as_users_type_them() -> None:
+    cluster = parse_host_list("alice@spark-[1-3,7]:2222,[fe80::1]:22,gpu[01-02]")
+    assert [(n.name, n.user, n.port) for n in cluster.nodes] == [
+        ("spark-1", "alice", 2222), ("spark-2", "alice", 2222), ("spark-3", "alice", 2222), ("spark-7", "alice", 2222),
+        ("fe80::1", None, 22), ("gpu01", None, None), ("gpu02", None, None),
+    ]  # fmt: skip
+    for bad, words in (
+        ("spark-[3-1]", "runs backwards"),
+        ("spark-[1-3", "unbalanced"),
+        ("spark-[1-99999999]", "more than"),
+    ):
+        with pytest.raises(InventoryError, match=words) as err:
+            parse_host_list(bad)
+        assert str(err.value).startswith("--hosts: ")

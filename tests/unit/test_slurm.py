@@ -15,6 +15,7 @@ from wirespeed.adapters.slurm import SrunTransport
 from wirespeed.core.errors import InventoryError, UsageError
 from wirespeed.core.inventory import Cluster, Node, parse_host_list
 from wirespeed.core.nccl import NcclOptions, NcclPlan, for_slurm, mpirun_argv
+from wirespeed.core.nodeset import expand_names
 from wirespeed.core.outcome import CommandResult, Status, classify
 from wirespeed.core.parsers.sysfs_values import route_get_iface
 from wirespeed.core.slurm import (
@@ -22,7 +23,6 @@ from wirespeed.core.slurm import (
     SlurmAllocation,
     allocation_from_env,
     choose_launch,
-    expand_hostlist,
     srun_argv,
 )
 from wirespeed.engine.clusters import resolve_cluster
@@ -46,8 +46,8 @@ SNAPSHOTS = Path(__file__).parent.parent / "fixtures" / "snapshots"
         (" n1 , n2 ", ["n1", "n2"]),
     ],
 )
-def test_expand_hostlist(spec: str, names: list[str]) -> None:
-    assert expand_hostlist(spec) == names
+def test_expand_names(spec: str, names: list[str]) -> None:
+    assert expand_names(spec) == names
 
 
 @pytest.mark.parametrize(
@@ -66,7 +66,7 @@ def test_expand_hostlist(spec: str, names: list[str]) -> None:
 )
 def test_bad_hostlist_is_one_line_naming_the_variable(spec: str, words: str) -> None:
     with pytest.raises(InventoryError) as err:
-        expand_hostlist(spec)
+        expand_names(spec)
     message = str(err.value)
     assert message.startswith("SLURM_JOB_NODELIST: ") and words in message and "\n" not in message
 

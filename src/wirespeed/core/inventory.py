@@ -27,6 +27,7 @@ from typing import Any
 
 from wirespeed.core.errors import InventoryError
 from wirespeed.core.nesting import Malformed, check_toml_depth
+from wirespeed.core.nodeset import expand_hosts
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 _NODE_NAME_RE = re.compile(r"^[A-Za-z0-9:][A-Za-z0-9._:-]{0,62}$")  # ':' for IPv6 literals from --hosts
@@ -214,9 +215,10 @@ def _nccl_env(raw: Any, source: str) -> tuple[tuple[str, str], ...]:
 
 
 def parse_host_list(spec: str, user: str | None = None) -> Cluster:
-    """`--hosts a,b,user@c:2222` → a cluster; the node name is the host as written (without user/port)."""
+    """`--hosts a,b,user@c:2222,spark-[1-4]` → a cluster; the node name is the host as written (without user/port),
+    a node set expanded (`nodeset.expand_hosts`)."""
     nodes: list[Node] = []
-    for item in (part.strip() for part in spec.split(",")):
+    for item in (part.strip() for part in expand_hosts(spec)):
         if not item:
             continue
         node_user = user

@@ -12,16 +12,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from itertools import product
 
 from wirespeed.core.errors import InventoryError, UsageError
 from wirespeed.core.inventory import Cluster, Node
-from wirespeed.core.nodeset import fold_names
+from wirespeed.core.nodeset import expand_names, fold_names
 
 NODELIST_VARS = ("SLURM_JOB_NODELIST", "SLURM_NODELIST")
 JOB_ID_VARS = ("SLURM_JOB_ID", "SLURM_JOBID")
-MAX_EXPANDED = 65536  # a typo such as spark-[1-1000000] must not eat the controller's memory
-_RANGE_RE = re.compile(r"^(\d+)(?:-(\d+))?$")
 _JOB_ID_RE = re.compile(r"^\d+(?:_\d+)?$")  # 123, or an array task 123_4
 
 
@@ -31,75 +28,6 @@ class Launcher(StrEnum):
     AUTO = "auto"
     SSH = "ssh"
     SLURM = "slurm"
-
-
-def _split_top_level(spec: str, source: str) -> list[str]:
-    """Split on commas outside brackets: `a[1,3],b` -> ['a[1,3]', 'b']."""
-    parts: list[str] = []
-    depth = 0
-    current: list[str] = []
-    for char in spec:
-        if char == "[":
-            depth += 1
-            if depth > 1:
-                raise InventoryError(f"{source}: nested brackets in {spec!r}", hint="write spark-[1-3],gpu-[1-2]")
-        elif char == "]":
-            depth -= 1
-            if depth < 0:
-                raise InventoryError(f"{source}: unbalanced ']' in {spec!r}")
-        if char == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-            continue
-        current.append(char)
-    if depth != 0:
-        raise InventoryError(f"{source}: unbalanced '[' in {spec!r}")
-    parts.append("".join(current))
-    return [part.strip() for part in parts if part.strip()]
-
-
-def _expand_range(body: str, source: str, spec: str) -> list[str]:
-    """`1-3,07` -> ['1', '2', '3', '07']; a zero-padded start keeps its width (`[01-10]` -> 01..10)."""
-    numbers: list[str] = []
-    for item in body.split(","):
-        match = _RANGE_RE.fullmatch(item.strip())
-        if not match:
-            raise InventoryError(f"{source}: {item!r} is not a number or range in {spec!r}", hint="write [1-4,7]")
-        start_text, end_text = match.group(1), match.group(2)
-        if end_text is None:
-            numbers.append(start_text)
-            continue
-        start, end = int(start_text), int(end_text)
-        if end < start:
-            raise InventoryError(f"{source}: range {item!r} runs backwards in {spec!r}")
-        if end - start >= MAX_EXPANDED:
-            raise InventoryError(f"{source}: range {item!r} names more than {MAX_EXPANDED} nodes")
-        width = len(start_text) if start_text.startswith("0") else 0
-        numbers += [str(n).zfill(width) for n in range(start, end + 1)]
-    return numbers
-
-
-def expand_hostlist(spec: str, source: str = "SLURM_JOB_NODELIST") -> list[str]:
-    """A Slurm hostlist expression as node names, in its order: `spark-[1-2],gpu[01-02]-ib` ->
-    spark-1, spark-2, gpu01-ib, gpu02-ib. Several bracket groups in one name multiply (`r[1-2]n[1-2]`)."""
-    names: list[str] = []
-    for part in _split_top_level(spec, source):
-        pieces = re.split(r"(\[[^\]]*\])", part)
-        choices: list[list[str]] = []
-        for piece in pieces:
-            if piece.startswith("[") and piece.endswith("]"):
-                choices.append(_expand_range(piece[1:-1], source, spec))
-            elif "[" in piece or "]" in piece:
-                raise InventoryError(f"{source}: unbalanced brackets in {spec!r}")
-            elif piece:
-                choices.append([piece])
-        for combo in product(*choices):
-            names.append("".join(combo))
-            if len(names) > MAX_EXPANDED:
-                raise InventoryError(f"{source}: {spec!r} names more than {MAX_EXPANDED} nodes")
-    if not names:
-        raise InventoryError(f"{source}: no nodes in {spec!r}")
-    return list(dict.fromkeys(names))  # a node named twice is one node
 
 
 @dataclass(frozen=True)
@@ -122,7 +50,7 @@ def allocation_from_env(env: Mapping[str, str]) -> SlurmAllocation | None:
         return None
     if not _JOB_ID_RE.fullmatch(job_id):
         raise InventoryError(f"SLURM_JOB_ID: {job_id!r} is not a job id", hint="run inside salloc or sbatch")
-    return SlurmAllocation(job_id, tuple(expand_hostlist(env[var], var)))
+    return SlurmAllocation(job_id, tuple(expand_names(env[var], var)))
 
 
 def allocation_cluster(allocation: SlurmAllocation) -> Cluster:
