@@ -248,3 +248,15 @@ def test_revert_with_a_record_leaves_the_nodes_it_does_not_cover(
     assert made.notes["s2"] == [f"nothing to revert: the fix {record} records did not change it"]
     without = fixing.plan_revert(Remote(), tmp_path / "none.json", lambda line: None)  # type: ignore[arg-type]
     assert sorted(without.operations) == ["s1", "s2"] and without.reverts == {"s1": "s1-a", "s2": "s2-a"}
+
+
+def test_a_node_outcome_says_what_changed_and_each_failure_once() -> None:
+    failed = {"op": {**OP, "target": "net.ipv4.tcp_wmem"}, "original": None, "ok": False, "error": "read-only"}
+    same = {"op": OP, "original": OP["value"], "ok": True, "error": None}
+    outcome = NodeOutcome("s1", applied=[ENTRY, failed, same], rolled_back=True, why="")
+    assert outcome.changed() == [ENTRY]  # an entry that replaced its own value changed nothing
+    assert outcome.failures() == [
+        "s1: net.ipv4.tcp_wmem: read-only",
+        "s1: not reachable after the change: it restored the old values",
+    ]
+    assert NodeOutcome("s2", error="s2: the agent did not answer").failures() == ["s2: the agent did not answer"]

@@ -95,18 +95,11 @@ def fix_cmd(
         fixing.pin_new_addresses(remote, {o.node: plan[o.node] for o in outcomes if o.confirmed}, say)
     failed = False
     for outcome in outcomes:
-        if outcome.error:
+        for line in outcome.failures():
             failed = True
-            out.message(f"wirespeed: {outcome.error}")
-        for entry in outcome.applied:
-            if not entry["ok"]:
-                failed = True
-                out.message(f"wirespeed: {outcome.node}: {entry['op']['target']}: {entry['error']}")
-        if outcome.rolled_back:
-            failed = True
-            out.message(f"wirespeed: {outcome.node}: {outcome.why}")
-        elif revert and not outcome.error:
-            restored = sum(1 for e in outcome.applied if e["ok"] and e["original"] != e["op"]["value"])
+            out.message(f"wirespeed: {line}")
+        if revert and not outcome.error and not outcome.rolled_back:
+            restored = len(outcome.changed())
             say(f"{outcome.node}: restored {restored} value(s) and file(s) from {made.sources.get(outcome.node)}")
     if json_mode:
         out.data(

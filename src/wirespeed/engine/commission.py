@@ -322,10 +322,7 @@ def _run(
         raise
     fixing.write_record(record, outcomes)
     _write_fix(run_dir, plan, notes, outcomes)
-    failures = [o.error for o in outcomes if o.error]
-    failures += [f"{o.node}: {e['op']['target']}: {e['error']}" for o in outcomes for e in o.applied if not e["ok"]]
-    failures += [f"{o.node}: {o.why or 'not reachable after the change: it restored the old values'}"
-                 for o in outcomes if o.rolled_back]  # fmt: skip
+    failures = [line for o in outcomes for line in o.failures()]
     for line in failures:
         say(f"    {line}")
     changed = sum(len(ops) for ops in plan.values())

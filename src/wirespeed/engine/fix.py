@@ -149,6 +149,19 @@ class NodeOutcome:
     def pending(self) -> bool:
         return self.token is not None and self.error is None
 
+    def changed(self) -> list[dict[str, Any]]:
+        """The journal entries that applied and replaced something (what a revert restores)."""
+        return [e for e in self.applied if e["ok"] and e["original"] != e["op"]["value"]]
+
+    def failures(self) -> list[str]:
+        """One line per thing that went wrong on this node: the node's error, each operation that failed, and a
+        rollback with its cause; each line names the node (the fix's messages, said once here)."""
+        lines = [self.error] if self.error else []
+        lines += [f"{self.node}: {e['op']['target']}: {e['error']}" for e in self.applied if not e["ok"]]
+        if self.rolled_back:
+            lines.append(f"{self.node}: {self.why or 'not reachable after the change: it restored the old values'}")
+        return lines
+
 
 def _agent(remote: Remote, node: Node, *args: str, timeout_s: float = 20.0) -> tuple[dict[str, Any] | None, str]:
     """One agent command about the fix journal, privileged: its JSON answer (or None) and its one-line failure."""
@@ -272,7 +285,7 @@ def apply_plan(
         ]
         outcomes = [f.result() for f in futures]
     for outcome in outcomes:
-        changed = sum(1 for e in outcome.applied if e["ok"] and e["original"] != e["op"]["value"])
+        changed = len(outcome.changed())
         if outcome.error is None:
             held = f", held by its rollback timer ({rollback_s:g} s)" if outcome.pending else ""
             said(f"{outcome.node}: applied {changed} change(s){held}")
@@ -336,11 +349,7 @@ def write_record(path: Path, outcomes: list[NodeOutcome], *, confirmed: bool = T
     nothing to change) leaves the earlier record as it is, so that `--revert` still undoes the fix that did change
     something; the earlier record is also kept inside the new one (one deep), for the nodes where the new fix did
     not stay."""
-    nodes = {
-        o.node: [e for e in o.applied if e["ok"] and e["original"] != e["op"]["value"]]
-        for o in outcomes
-        if not o.rolled_back and not o.error
-    }
+    nodes = {o.node: o.changed() for o in outcomes if not o.rolled_back and not o.error}
     journals = {o.node: o.token for o in outcomes if o.token}
     try:
         earlier = _load(path) if path.exists() else None
