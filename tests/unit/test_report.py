@@ -144,7 +144,7 @@ def test_imported_perftest_and_iperf3_give_their_figures_in_gbps_and_counters_no
 
 def test_environment_from_a_real_spark_snapshot_names_tools_firmware_and_drivers() -> None:
     found = discover_snapshots([SNAPSHOTS / "spark-two-cables"])
-    rows = environment(found.to_json())
+    rows = environment(found)
     by = {(r.node, r.component): r.version for r in rows}
     nodes = sorted(found.facts)
     assert any(component == "NCCL" for _, component in by)

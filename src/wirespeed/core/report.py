@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from wirespeed.core.discovery import Discovery
+from wirespeed.core.facts import Unknown
 from wirespeed.core.results import RungResult
 from wirespeed.core.run import ImportedFile, PhaseRow, Run, TakeawayRow, headline, phase_rows, takeaway
 from wirespeed.core.timeline import Timeline
@@ -27,7 +29,7 @@ class EnvironmentRow:
 class RunReport:
     run: Run  # every record of the run: its status, rungs, matrices, imports and the files not read
     checks: Mapping[str, Any] | None  # what `wirespeed check --json` gives; None in runs that did not record it
-    discovery: Mapping[str, Any] | None
+    discovery: Discovery | None  # discovery.json, typed (the nodes that could be read)
     timeline: Timeline
     problems: tuple[str, ...] = field(default_factory=tuple)  # files that could not be read, one line each
     checks_after: Mapping[str, Any] | None = None  # `commission`: the checks again, after the fixes
@@ -60,7 +62,7 @@ class RunReport:
 
     @property
     def environment(self) -> tuple[EnvironmentRow, ...]:
-        return environment(self.discovery or {})
+        return environment(self.discovery) if self.discovery is not None else ()
 
     def headline(self) -> str:
         counts = (self.checks or {}).get("counts")
@@ -88,7 +90,7 @@ class RunReport:
             "matrices": [m.to_json() for m in self.run.matrices],
             "tunes": [t.to_json() for t in self.run.tunes],
             "checks": None if self.checks is None else dict(self.checks),
-            "discovery": None if self.discovery is None else dict(self.discovery),
+            "discovery": None if self.discovery is None else self.discovery.to_json(),
             "environment": [{"node": e.node, "component": e.component, "version": e.version} for e in self.environment],
             "imported": [{"name": i.name, **i.data} for i in self.run.imported],
             "timeline": {
@@ -117,53 +119,41 @@ class RunReport:
         }
 
 
-def _known(value: Any) -> str:
-    """A discovery value as text; an unknown one says why (`{"unknown": reason}` in discovery.json)."""
-    if isinstance(value, Mapping) and "unknown" in value:
-        return f"unknown ({value['unknown']})"
+def _known(value: object) -> str:
+    """A discovery value as text; an unknown one says why."""
+    if isinstance(value, Unknown):
+        return f"unknown ({value.reason})"
     return "-" if value is None else str(value)
 
 
-def environment(discovery: Mapping[str, Any]) -> tuple[EnvironmentRow, ...]:
+def environment(discovery: Discovery) -> tuple[EnvironmentRow, ...]:
     """Per node: the tools and their versions, NCCL, GPUs and their driver, and the fabric NICs' driver and firmware
     (halves with the same pair folded into one row), as discovery read them."""
     rows: list[EnvironmentRow] = []
-    nodes = discovery.get("nodes")
-    for node, facts in sorted(nodes.items()) if isinstance(nodes, Mapping) else ():
-        if not isinstance(facts, Mapping):
-            continue
+    for node, facts in sorted(discovery.facts.items()):
         binaries: list[str] = []
-        for tool in facts.get("tools") or []:
-            if not isinstance(tool, Mapping):
-                continue
-            if tool.get("path"):  # an nccl-tests binary found on disk: listed together below
-                binaries.append(str(tool.get("name")).removesuffix("_perf"))
+        for tool in facts.tools:
+            if tool.path:  # an nccl-tests binary found on disk: listed together below
+                binaries.append(tool.name.removesuffix("_perf"))
             else:
-                rows.append(EnvironmentRow(node, str(tool.get("name")), _known(tool.get("version"))))
+                rows.append(EnvironmentRow(node, tool.name, _known(tool.version)))
         if binaries:
             rows.append(EnvironmentRow(node, "nccl-tests", ", ".join(binaries)))
-        rows.append(EnvironmentRow(node, "NCCL", _known(facts.get("nccl_version"))))
-        gpus = facts.get("gpus")
-        if isinstance(gpus, list):
-            for index, gpu in enumerate(gpus):
-                if isinstance(gpu, Mapping):
-                    text = f"{gpu.get('name')}, driver {_known(gpu.get('driver'))}"
-                    rows.append(EnvironmentRow(node, f"GPU {index}", text))
+        rows.append(EnvironmentRow(node, "NCCL", _known(facts.nccl_version)))
+        if isinstance(facts.gpus, Unknown):
+            rows.append(EnvironmentRow(node, "GPUs", _known(facts.gpus)))
         else:
-            rows.append(EnvironmentRow(node, "GPUs", _known(gpus)))
-        fabric = set(facts.get("fabric") or [])
+            for index, gpu in enumerate(facts.gpus):
+                rows.append(EnvironmentRow(node, f"GPU {index}", f"{gpu.name}, driver {_known(gpu.driver)}"))
         by_pair: dict[str, list[str]] = {}
-        for netdev in facts.get("netdevs") or []:
-            if isinstance(netdev, Mapping) and netdev.get("name") in fabric:
-                pair = f"driver {_known(netdev.get('driver'))}, firmware {_known(netdev.get('firmware'))}"
-                by_pair.setdefault(pair, []).append(str(netdev["name"]))
+        for netdev in facts.netdevs:
+            if netdev.name in facts.fabric:
+                pair = f"driver {_known(netdev.driver)}, firmware {_known(netdev.firmware)}"
+                by_pair.setdefault(pair, []).append(netdev.name)
         for pair, names in by_pair.items():
             rows.append(EnvironmentRow(node, ", ".join(sorted(names)), pair))
-        for device in facts.get("rdma") or []:
-            if isinstance(device, Mapping):
-                rows.append(
-                    EnvironmentRow(node, f"{device.get('name')} (RDMA)", f"firmware {_known(device.get('fw_ver'))}")
-                )
+        for device in facts.rdma:
+            rows.append(EnvironmentRow(node, f"{device.name} (RDMA)", f"firmware {_known(device.fw_ver)}"))
     return tuple(rows)
 
 

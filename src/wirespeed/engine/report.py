@@ -8,7 +8,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from wirespeed.core.facts import facts_from_json
+from wirespeed.core.cabling import cabling_from_json
+from wirespeed.core.discovery import Discovery
+from wirespeed.core.facts import NodeFacts, facts_from_json
 from wirespeed.core.meter import layout_from_facts
 from wirespeed.core.nesting import loads_json
 from wirespeed.core.report import RunReport
@@ -45,19 +47,31 @@ def _sample_lines(path: Path, problems: list[str], run: Path) -> list[Any]:
     return lines
 
 
+def _discovery(raw: object, problems: list[str]) -> Discovery | None:
+    """discovery.json typed, node by node: a node that cannot be read is one line in `problems` (its samples are
+    not plotted) and the others still count; an unreadable cabling map is an empty one, said the same way."""
+    if not isinstance(raw, dict):
+        return None
+    facts: dict[str, NodeFacts] = {}
+    for name, node in (raw.get("nodes") or {}).items():
+        try:
+            facts[name] = facts_from_json(node)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            problems.append(f"discovery.json: node {name} not read ({exc}); its samples are not plotted")
+    try:
+        found = Discovery.from_json({**raw, "nodes": {}})
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        problems.append(f"discovery.json: the cabling map not read ({exc})")
+        found = Discovery(facts={}, cabling=cabling_from_json({}))
+    found.facts = facts
+    return found
+
+
 def load_report(path: Path) -> RunReport:
     run = load_run(path)  # refuses what is not a run directory, with a hint
     problems = list(run.problems)
-    discovery = _optional_json(path / "discovery.json", problems, path)
-    layouts = []
-    if isinstance(discovery, dict):
-        for name, raw in (discovery.get("nodes") or {}).items():
-            try:
-                layouts.append(layout_from_facts(facts_from_json(raw)))
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                problems.append(f"discovery.json: node {name} not read ({exc}); its samples are not plotted")
-    else:
-        discovery = None
+    discovery = _discovery(_optional_json(path / "discovery.json", problems, path), problems)
+    layouts = [layout_from_facts(facts) for facts in discovery.facts.values()] if discovery else []
     recorded = [(r.label, r.key) for r in run.rungs] + [
         (f"matrix-{m.layer}", f"matrix-{m.layer}") for m in run.matrices
     ]

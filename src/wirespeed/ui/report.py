@@ -172,12 +172,7 @@ def _evidence_line(item: Mapping[str, Any]) -> str:
 
 
 def _discovery(report: RunReport) -> Discovery | None:
-    if not report.discovery:
-        return None
-    try:
-        return Discovery.from_json(report.discovery)
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
+    return report.discovery if report.discovery is not None and report.discovery.facts else None
 
 
 def _netdev_rows(discovery: Discovery) -> list[list[str]]:
