@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from wirespeed.core.discovery import Discovery
 from wirespeed.core.errors import UsageError
+from wirespeed.core.facts import Gpu, Unknown
 from wirespeed.core.ladder import diagnose_collective
 from wirespeed.core.nccl import (
     NcclOptions,
@@ -18,13 +20,13 @@ from wirespeed.core.nccl import (
     NodeMemory,
     json_rows,
     mpirun_argv,
-    parse_gpu_free,
-    parse_meminfo_available,
+    node_memory,
     plan_nccl,
     read_run,
     size_cap,
     stored_json,
 )
+from wirespeed.core.parsers.sysfs_values import nvidia_smi_csv
 from wirespeed.core.results import (
     CollectiveSummary,
     Direction,
@@ -124,12 +126,19 @@ def test_size_cap_discrete_gpus_use_their_own_free_memory() -> None:
     assert size_cap({"x": NodeMemory((), None)}, {"x": 1}) is None
 
 
-def test_memory_readers() -> None:
-    assert parse_gpu_free("143156\n143156\n") == (143156 * 2**20, 143156 * 2**20)
-    assert parse_gpu_free("[N/A]\n") == (None,)
-    assert parse_gpu_free("Not Supported\n") == (None,)
-    assert parse_meminfo_available("MemTotal: 263998500 kB\nMemAvailable:   262970136 kB\n") == 262970136 * 1024
-    assert parse_meminfo_available("MemTotal: 1 kB\n") is None
+def test_free_memory_comes_from_discovery(sparks: Discovery) -> None:
+    """nvidia-smi's memory.free column (`[N/A]` on GB10's unified memory) and MemAvailable, read by discovery:
+    the NCCL plan runs no command of its own."""
+    rows = nvidia_smi_csv("NVIDIA H200, 9.0, 570.86.15, 143156 MiB\nNVIDIA GB10, 12.1, 580.95.05, [N/A]\n")
+    assert [(r.memory_free_mib, r.memory_read) for r in rows] == [(143156, True), (None, True)]
+    assert nvidia_smi_csv("NVIDIA GB10, 12.1, 580.95.05\n")[0].memory_read is False  # an older snapshot's answer
+    base = next(iter(sparks.facts.values()))
+    gpus = (Gpu("NVIDIA H200", "9.0", "570", 143156), Gpu("NVIDIA H200", "9.0", "570", None))
+    facts = replace(base, gpus=gpus, mem_available_kb=262970136)
+    assert node_memory(facts) == NodeMemory((143156 * 2**20, None), 262970136 * 1024)
+    assert node_memory(replace(base, gpus=Unknown("no nvidia-smi"), mem_available_kb=Unknown("x"))) == NodeMemory(
+        (), None
+    )
 
 
 def test_sizes_are_binary_like_nccl_tests() -> None:
@@ -403,3 +412,20 @@ def test_snapshots_from_before_the_reading_forward_nothing(sparks: Discovery) ->
     assert isinstance(plan, NcclPlan) and plan.library_path == ()
     assert not any(a.startswith("LD_LIBRARY_PATH") for a in mpirun_argv(plan, NcclOptions(), None))
     assert not any("LD_LIBRARY_PATH" in n for n in plan.notes)
+
+
+def test_the_tcp_halves_plan_pins_by_the_cpus_discovery_read(sparks: Discovery) -> None:
+    """No command runs while planning: the remote is absent, and the client's CPUs come from its facts."""
+    from types import SimpleNamespace
+
+    from wirespeed.engine.rungs.base import BenchOptions
+    from wirespeed.engine.rungs.tcp import TcpRung
+
+    facts = {n: replace(f, cpus=20) for n, f in sparks.facts.items()}
+    ctx: Any = SimpleNamespace(discovery=Discovery(facts, sparks.cabling), options=BenchOptions(), remote=None)
+    plan = TcpRung("tcp-halves").plan(ctx)
+    assert not isinstance(plan, NotRunnable) and plan.cores == 20
+    unread = {n: replace(f, cpus=Unknown("nproc: not installed")) for n, f in sparks.facts.items()}
+    ctx.discovery = Discovery(unread, sparks.cabling)
+    plan = TcpRung("tcp-halves").plan(ctx)
+    assert not isinstance(plan, NotRunnable) and plan.cores == 0  # unknown: nothing is pinned

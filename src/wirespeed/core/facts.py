@@ -137,6 +137,9 @@ class Gpu:
     name: str
     compute_capability: str | Unknown
     driver: str | Unknown
+    # Free memory as discovery found it, MiB; None where nvidia-smi cannot say (GB10's unified memory: the node's
+    # MemAvailable is what counts there).
+    memory_free_mib: int | Unknown | None = field(default_factory=lambda: Unknown("not read"))
 
 
 @dataclass(frozen=True)
@@ -223,6 +226,8 @@ class NodeFacts:
     nccl_archs: dict[str, str] | Unknown = field(default_factory=lambda: Unknown("not read"))
     # /proc/meminfo's CmaTotal and CmaFree in kB (None: no such line, a kernel built without CMA) and /proc/cmdline.
     cma_total_kb: int | Unknown | None = field(default_factory=lambda: Unknown("not read"))
+    mem_available_kb: int | Unknown | None = field(default_factory=lambda: Unknown("not read"))  # MemAvailable
+    cpus: int | Unknown = field(default_factory=lambda: Unknown("not read"))  # what `nproc` says: usable CPUs
     cma_free_kb: int | Unknown | None = field(default_factory=lambda: Unknown("not read"))
     kernel_cmdline: str | Unknown = field(default_factory=lambda: Unknown("not read"))
     # The home of the user who runs the jobs (its passwd entry, as NCCL finds ~/.nccl.conf), and the NCCL and

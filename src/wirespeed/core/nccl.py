@@ -86,21 +86,13 @@ class NcclPlan:
         return sum(slots for _, slots in self.hosts)
 
 
-def parse_meminfo_available(text: str) -> int | None:
-    """MemAvailable from /proc/meminfo, in bytes."""
-    match = re.search(r"^MemAvailable:\s+(\d+)\s*kB", text, re.MULTILINE)
-    return int(match.group(1)) * 1024 if match else None
-
-
-def parse_gpu_free(text: str) -> tuple[int | None, ...]:
-    """`nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits`: MiB per GPU; `[N/A]` or `Not Supported`
-    (unified memory) becomes None."""
-    values: list[int | None] = []
-    for line in text.splitlines():
-        token = line.strip()
-        if token:
-            values.append(int(token) * 2**20 if token.isdigit() else None)
-    return tuple(values)
+def node_memory(facts: NodeFacts) -> NodeMemory:
+    """The free memory discovery read on a node (nvidia-smi's memory.free per GPU, MemAvailable), for the size cap;
+    what it could not read counts as unknown, which caps nothing."""
+    gpus = () if isinstance(facts.gpus, Unknown) else facts.gpus
+    free = tuple(g.memory_free_mib * 2**20 if isinstance(g.memory_free_mib, int) else None for g in gpus)
+    available = facts.mem_available_kb
+    return NodeMemory(free, available * 1024 if isinstance(available, int) else None)
 
 
 def _pow2_floor(value: int) -> int:

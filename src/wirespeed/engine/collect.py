@@ -478,7 +478,9 @@ def collect(source: NodeSource, node: str) -> NodeFacts:
     bdfs = sorted({n.pci for n in netdevs if n.pci} | {d.pci for d in rdma if d.pci})
     smi = source.output(
         "nvidia_smi",
-        lambda: run_command(["nvidia-smi", "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"]),
+        lambda: run_command(
+            ["nvidia-smi", "--query-gpu=name,compute_cap,driver_version,memory.free", "--format=csv,noheader"]
+        ),
     )
     gpu_rows = _parsed("nvidia_smi", smi, "nvidia-smi", sv.nvidia_smi_csv)
     gpus: tuple[Gpu, ...] | Unknown = (
@@ -489,6 +491,7 @@ def collect(source: NodeSource, node: str) -> NodeFacts:
                 r.name,
                 r.compute_capability or Unknown("nvidia-smi did not say"),
                 r.driver or Unknown("nvidia-smi did not say"),
+                r.memory_free_mib if r.memory_read else Unknown("not read (an older snapshot)"),
             )
             for r in gpu_rows
         )
@@ -667,15 +670,23 @@ def _home() -> Output:
         return Output(1, "")
 
 
+def _count(text: str) -> int:
+    """`nproc`'s answer: one whole number."""
+    value = text.strip()
+    if not value.isdigit():
+        raise ValueError(f"{value[:40]!r} is not a count")
+    return int(value)
+
+
 def _meminfo(source: NodeSource) -> dict[str, object]:
-    """CmaTotal and CmaFree from /proc/meminfo (kB), and the kernel command line that sizes them."""
+    """CmaTotal, CmaFree and MemAvailable from /proc/meminfo (kB), and the kernel command line that sizes CMA."""
     found: dict[str, object] = {"kernel_cmdline": _read(source, "/proc/cmdline", _text, "kernel command line")}
     try:
         text = source.read("/proc/meminfo")
     except OSError as exc:
         why = Unknown(f"/proc/meminfo: {exc.strerror or exc}")
-        return {**found, "cma_total_kb": why, "cma_free_kb": why}
-    for key, name in (("CmaTotal", "cma_total_kb"), ("CmaFree", "cma_free_kb")):
+        return {**found, "cma_total_kb": why, "cma_free_kb": why, "mem_available_kb": why}
+    for key, name in (("CmaTotal", "cma_total_kb"), ("CmaFree", "cma_free_kb"), ("MemAvailable", "mem_available_kb")):
         try:
             found[name] = jobconf.meminfo_kb(text, key)
         except ValueError as exc:
@@ -839,6 +850,7 @@ def _for_checks(source: NodeSource, fabric: list[str], privileged: bool | None) 
         "dev_infiniband": devices,
         **_meminfo(source),
         **_job_files(source, environment),
+        "cpus": _parsed("nproc", source.output("nproc", lambda: run_command(["nproc"])), "nproc", _count),
     }
 
 

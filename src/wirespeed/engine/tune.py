@@ -17,7 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from wirespeed.core.mpi_failure import read_failure
-from wirespeed.core.nccl import NcclOptions, NcclPlan, library_path_note, mpirun_argv, plan_nccl, read_run
+from wirespeed.core.nccl import (
+    NcclOptions,
+    NcclPlan,
+    library_path_note,
+    mpirun_argv,
+    node_memory,
+    plan_nccl,
+    read_run,
+)
 from wirespeed.core.results import NotRunnable, RungResult
 from wirespeed.core.tune import (
     Env,
@@ -34,7 +42,7 @@ from wirespeed.core.tune import settings_for as tunable_settings
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory
 from wirespeed.engine.rungs.base import BenchOptions, RungContext, run_rung
-from wirespeed.engine.rungs.nccl import NcclRung, _is_root, _memory
+from wirespeed.engine.rungs.nccl import NcclRung, _is_root
 
 FINE = 3  # coarse candidates measured again: the best of each setting, the best settings first
 FILE = "tune-nccl.json"
@@ -65,7 +73,7 @@ def plan(remote: Remote, discovery: object, options: TuneOptions) -> NcclPlan | 
     first = plan_nccl(discovery.facts, discovery.cabling, options.collective, nccl)
     if isinstance(first, NotRunnable):
         return first
-    memory = {name: _memory(remote, remote.cluster.node(name)) for name in first.nodes}
+    memory = {name: node_memory(discovery.facts[name]) for name in first.nodes}
     return plan_nccl(discovery.facts, discovery.cabling, options.collective, nccl, memory)
 
 

@@ -167,20 +167,26 @@ class GpuRow:
     name: str
     compute_capability: str | None
     driver: str | None
+    memory_free_mib: int | None = None  # None: nvidia-smi cannot say (`[N/A]`: GB10's unified memory)
+    memory_read: bool = False  # the query asked for memory.free (older snapshots did not)
 
 
 def nvidia_smi_csv(text: str) -> list[GpuRow]:
-    """`nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader`."""
+    """`nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.free --format=csv,noheader` (memory.free as
+    `81559 MiB`, or `[N/A]`); the three-column answer of older snapshots reads as memory not asked."""
     rows: list[GpuRow] = []
     for line in text.splitlines():
         if not line.strip():
             continue
         parts = [p.strip() for p in line.split(",")]
+        free = parts[3].split()[0] if len(parts) > 3 and parts[3] else ""
         rows.append(
             GpuRow(
                 parts[0],
                 parts[1] if len(parts) > 1 and parts[1] not in ("", "[N/A]") else None,
                 parts[2] if len(parts) > 2 and parts[2] not in ("", "[N/A]") else None,
+                int(free) if free.isdigit() else None,
+                len(parts) > 3,
             )
         )
     return rows

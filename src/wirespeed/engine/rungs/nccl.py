@@ -19,13 +19,11 @@ from wirespeed.core.mpi_failure import read_failure
 from wirespeed.core.nccl import (
     NcclOptions,
     NcclPlan,
-    NodeMemory,
     for_slurm,
     forwarded_library_path,
     hostfile,
     mpirun_argv,
-    parse_gpu_free,
-    parse_meminfo_available,
+    node_memory,
     plan_nccl,
     read_run,
     stored_json,
@@ -42,15 +40,6 @@ def nccl_options(options: BenchOptions, cluster_env: tuple[tuple[str, str], ...]
                        env=(*cluster_env, *options.env), timeout_s=options.nccl_timeout_s)  # fmt: skip
 
 
-def _memory(remote: Remote, node: Node) -> NodeMemory:
-    smi = remote.run(node, ["nvidia-smi", "--query-gpu=memory.free", "--format=csv,noheader,nounits"], timeout_s=30)
-    meminfo = remote.run(node, ["cat", "/proc/meminfo"], timeout_s=10)
-    return NodeMemory(
-        parse_gpu_free(smi.stdout) if smi.ok else (),
-        parse_meminfo_available(meminfo.stdout) if meminfo.ok else None,
-    )
-
-
 def _is_root(remote: Remote, node: Node) -> bool:
     result = remote.run(node, ["id", "-u"], timeout_s=10)
     return result.ok and result.stdout.strip() == "0"
@@ -64,13 +53,14 @@ class NcclRung(Rung):
         self.name = f"nccl-{collective}"
 
     def plan(self, ctx: RungContext) -> NcclPlan | NotRunnable:
-        """One rank per GPU on every node, the message sizes capped from each node's free memory right now."""
+        """One rank per GPU on every node, the message sizes capped from each node's free memory as discovery read
+        it (no command runs here: a plan is pure over the facts)."""
         options = nccl_options(ctx.options, ctx.remote.cluster.nccl_env)
         facts, cabling = ctx.discovery.facts, ctx.discovery.cabling
         first = plan_nccl(facts, cabling, self.collective, options)
         if isinstance(first, NotRunnable):
             return first
-        memory = {name: _memory(ctx.remote, ctx.remote.cluster.node(name)) for name in first.nodes}
+        memory = {name: node_memory(facts[name]) for name in first.nodes}
         plan = plan_nccl(facts, cabling, self.collective, options, memory)
         if isinstance(plan, NotRunnable):
             return plan

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from wirespeed.adapters.affinity import kept_off
+from wirespeed.core.facts import NodeFacts
 from wirespeed.core.ladder import diagnose, first_pair_flows, linked_halves
 from wirespeed.core.results import Ceiling, Flow, FlowResult, NotRunnable, RungResult
 from wirespeed.core.tools import iperf3
@@ -84,10 +85,9 @@ def measure_flows(
     return found
 
 
-def _cores(remote: Remote, node_name: str) -> int:
-    """How many CPUs the client node has (0 when unknown: then nothing is pinned)."""
-    result = remote.run(remote.cluster.node(node_name), ["nproc"], timeout_s=20)
-    return int(result.stdout.strip()) if result.ok and result.stdout.strip().isdigit() else 0
+def _cpus(facts: NodeFacts) -> int:
+    """How many CPUs the client node may use, as discovery read them (0 when unknown: then nothing is pinned)."""
+    return facts.cpus if isinstance(facts.cpus, int) else 0
 
 
 class TcpRung(Rung):
@@ -110,7 +110,7 @@ class TcpRung(Rung):
             flows=tuple(flows if every else flows[:1]),
             halves_available=max(len(flows), linked_halves(ctx.discovery.cabling, *pair)),
             streams=ctx.options.streams if self.name == "tcp-multi" else 1,
-            cores=_cores(ctx.remote, pair[0]) if every else 0,
+            cores=_cpus(ctx.discovery.facts[pair[0]]) if every else 0,
         )
 
     def expected_s(self, ctx: RungContext, plan: TcpPlan) -> float:
