@@ -129,8 +129,9 @@ def test_size_cap_discrete_gpus_use_their_own_free_memory() -> None:
 def test_free_memory_comes_from_discovery(sparks: Discovery) -> None:
     """nvidia-smi's memory.free column (`[N/A]` on GB10's unified memory) and MemAvailable, read by discovery:
     the NCCL plan runs no command of its own."""
-    rows = nvidia_smi_csv("NVIDIA H200, 9.0, 570.86.15, 143156 MiB\nNVIDIA GB10, 12.1, 580.95.05, [N/A]\n")
-    assert [(r.memory_free_mib, r.memory_read) for r in rows] == [(143156, True), (None, True)]
+    real = "NVIDIA H100 80GB HBM3, 9.0, 580.159.04, 81079 MiB\n"  # the device machine, 2026-11-26
+    rows = nvidia_smi_csv(real + "NVIDIA GB10, 12.1, 580.95.05, [N/A]\n")
+    assert [(r.memory_free_mib, r.memory_read) for r in rows] == [(81079, True), (None, True)]
     assert nvidia_smi_csv("NVIDIA GB10, 12.1, 580.95.05\n")[0].memory_read is False  # an older snapshot's answer
     base = next(iter(sparks.facts.values()))
     gpus = (Gpu("NVIDIA H200", "9.0", "570", 143156), Gpu("NVIDIA H200", "9.0", "570", None))
