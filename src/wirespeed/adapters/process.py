@@ -365,3 +365,18 @@ def spawn(argv: Sequence[str], env: Mapping[str, str] | None = None) -> subproce
         start_new_session=True,
         env=dict(env) if env is not None else None,
     )
+
+
+def spawn_merged(argv: Sequence[str]) -> subprocess.Popen[str]:
+    """Start a command run alongside (`watch --run`) in its own group: no stdin, its stderr joined to its stdout
+    (one pipe to read, which cannot fill unread while the other is)."""
+    return subprocess.Popen(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        bufsize=1,
+        start_new_session=True,
+    )

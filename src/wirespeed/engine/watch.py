@@ -5,7 +5,6 @@ it arrives (nothing is lost on Ctrl-C)."""
 from __future__ import annotations
 
 import collections
-import subprocess
 import threading
 import time
 from collections.abc import Sequence
@@ -14,7 +13,7 @@ from pathlib import Path
 
 from wirespeed.adapters import files
 from wirespeed.adapters.files import Appender, TextSink, open_append
-from wirespeed.adapters.process import kill_group
+from wirespeed.adapters.process import kill_group, spawn_merged
 from wirespeed.core.errors import WirespeedError
 from wirespeed.core.meter import Meter, NodeLayout, NodeView, sample_line
 from wirespeed.engine.live import LiveBoard
@@ -39,16 +38,7 @@ class _Command:
 
     def __init__(self, argv: Sequence[str], tail_lines: int = 8) -> None:
         try:
-            self.popen = subprocess.Popen(
-                list(argv),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                errors="replace",
-                bufsize=1,
-                start_new_session=True,
-            )
+            self.popen = spawn_merged(argv)
         except OSError as exc:
             raise WirespeedError(
                 f"--run {argv[0]}: cannot start: {exc.strerror or exc}", hint="give the full path of the program"
