@@ -109,14 +109,7 @@ def fix_cmd(
                 "record": str(record_path),
                 "unread": list(made.unread),
                 "nodes": {
-                    o.node: {
-                        "applied": o.applied,
-                        "error": o.error,
-                        "confirmed": o.confirmed,
-                        "rolled_back": o.rolled_back,
-                        "journal": o.token,
-                        **({"restored_from": made.sources.get(o.node)} if revert else {}),
-                    }
+                    o.node: {**o.to_json(), **({"restored_from": made.sources.get(o.node)} if revert else {})}
                     for o in outcomes
                 },
             }

@@ -380,8 +380,7 @@ def _write_fix(
 ) -> None:
     run_dir.write_json("fix.json", {
         "plan": {node: [op.to_json() for op in ops] for node, ops in plan.items()}, "notes": notes,
-        "nodes": {o.node: {"applied": o.applied, "error": o.error, "confirmed": o.confirmed,
-                           "rolled_back": o.rolled_back} for o in outcomes},
+        "nodes": {o.node: o.to_json() for o in outcomes},
     })  # fmt: skip
 
 

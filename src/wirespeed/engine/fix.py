@@ -149,6 +149,11 @@ class NodeOutcome:
     def pending(self) -> bool:
         return self.token is not None and self.error is None
 
+    def to_json(self) -> dict[str, Any]:
+        """The node's part of fix.json and of `fix --json`: what it applied, its error, and how it ended."""
+        return {"applied": self.applied, "error": self.error, "confirmed": self.confirmed,
+                "rolled_back": self.rolled_back, "journal": self.token}  # fmt: skip
+
     def changed(self) -> list[dict[str, Any]]:
         """The journal entries that applied and replaced something (what a revert restores)."""
         return [e for e in self.applied if e["ok"] and e["original"] != e["op"]["value"]]
