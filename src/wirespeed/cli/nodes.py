@@ -120,6 +120,8 @@ def discover_cmd(
 @click.option(
     "--allow-plaintext", is_flag=True, help="With the switch's tls = false, send its password over plain HTTP anyway."
 )
+@click.option("--junit", type=click.Path(path_type=Path), default=None,
+              help="Also write the results as JUnit XML (one test case per check) for CI.")  # fmt: skip
 @json_option
 @pass_ctx
 def check_cmd(
@@ -135,6 +137,7 @@ def check_cmd(
     no_active: bool,
     insecure: bool,
     allow_plaintext: bool,
+    junit: Path | None,
     json_mode: bool,
 ) -> ExitStatus:
     """Every known pitfall, with the evidence seen and the exact fix. Exit 0: nothing fails; 1: something
@@ -147,6 +150,8 @@ def check_cmd(
     if more_pastes and not pastes:
         raise UsageError(f"unexpected argument {str(more_pastes[0])!r}", hint="files to read go after --pastes")
     if pastes:
+        if junit is not None:
+            raise UsageError("--junit is for checks of nodes or snapshots, not of pastes")
         if snapshots or cluster_file or hosts:
             raise UsageError("give --pastes, --snapshot or live nodes (--cluster/--hosts), one of them")
         from wirespeed.cli.pastes import check_pastes
@@ -172,6 +177,11 @@ def check_cmd(
                     config, insecure=insecure, allow_plaintext=allow_plaintext, warn=out.warn
                 )
         run = checks.run_checks(found, ids, active, reading, remote.cluster.nccl_env)
+    if junit is not None:
+        from wirespeed.adapters import files
+        from wirespeed.core.junit import checks_junit
+
+        files.write_atomic(junit, checks_junit(run))
     if json_mode:
         out.data(run.to_json())
     else:
