@@ -9,6 +9,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import junitparser
 import pytest
 
 from wirespeed.cli.main import main
@@ -126,7 +127,7 @@ def test_a_four_node_ring_commissioned_as_an_owner_would(tmp_path: Path) -> None
         done = shell("wirespeed", "init", "--yes", "--no-check", "--peers", peers)
         assert done.returncode == 0, done.stdout + done.stderr
         done = shell("wirespeed", "commission", "--yes", "--rungs", "tcp-halves", "--seconds", "2", "--no-live",
-                     "--runs", str(tmp_path))  # fmt: skip
+                     "--runs", str(tmp_path), "--junit", str(tmp_path / "junit.xml"))  # fmt: skip
         assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     [run_dir] = [p for p in tmp_path.iterdir() if (p / "run.json").exists()]
     before, after = (
@@ -138,3 +139,8 @@ def test_a_four_node_ring_commissioned_as_an_owner_would(tmp_path: Path) -> None
     failing = {i: r["summary"] for i, r in after.items() if r["status"] in ("fail", "warn") and i != "tools.present"}
     assert failing == {}, failing
     assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
+    # what CI reads: a case per check as the fixes left the cluster, and the rung after them, passed
+    [suite] = list(junitparser.JUnitXml.fromfile(str(tmp_path / "junit.xml")))
+    cases = {case.name.split(":")[0]: case for case in suite}
+    assert set(after) <= set(cases) and cases["tcp-halves"].is_passed
+    assert "ceiling wire" in (cases["tcp-halves"].system_out or "") and suite.failures == suite.errors == 0

@@ -54,3 +54,29 @@ def test_pastes_refuse_junit_in_one_line(tmp_path: Path) -> None:
     paste.write_text("[    1.0] mlx5_core 0000:01:00.0: firmware version: 28.45.1020\n")
     code, _, err = cli("check", "--pastes", str(paste), "--junit", str(tmp_path / "j.xml"))
     assert code == 2 and err.count("\n") == 1 and "--junit is for checks of nodes or snapshots" in err
+
+
+def test_commission_junit_names_each_rung_and_a_run_that_did_not_complete() -> None:
+    from wirespeed.core.junit import commission_junit
+    from wirespeed.core.results import Ceiling, RungResult, RungStatus
+
+    rungs = [
+        RungResult("tcp-halves", RungStatus.RAN, ceiling=Ceiling("wire", ("1.99 Gb/s of 2 Gb/s line rate",))),
+        RungResult("rdma-bw", RungStatus.SKIPPED, "no RDMA devices on the nodes", "load mlx5_ib"),
+        RungResult("nccl-all_reduce", RungStatus.FAILED, "mpirun: exit 1"),
+    ]
+    checks = {"results": [{"id": "mtu.host", "title": "MTU", "status": "pass", "summary": "all 9000"}], "errors": []}
+    report = tmp_report(commission_junit(checks, rungs, "interrupted", "interrupted (Ctrl-C)"))
+    [suite] = list(report)
+    cases = {case.name: case for case in suite}
+    assert cases["tcp-halves"].is_passed and "ceiling wire: 1.99 Gb/s" in (cases["tcp-halves"].system_out or "")
+    assert isinstance(cases["rdma-bw"].result[0], junitparser.Skipped)
+    assert "(fix: load mlx5_ib)" in cases["rdma-bw"].result[0].message
+    assert isinstance(cases["nccl-all_reduce"].result[0], junitparser.Failure)
+    [error] = cases["commission"].result
+    assert isinstance(error, junitparser.Error) and error.message == "interrupted: interrupted (Ctrl-C)"
+    assert (suite.tests, suite.failures, suite.skipped, suite.errors) == (5, 1, 1, 1)
+
+
+def tmp_report(text: str) -> junitparser.JUnitXml:
+    return junitparser.JUnitXml.fromstring(text.split("\n", 1)[1])  # the declaration is for files

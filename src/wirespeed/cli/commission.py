@@ -25,6 +25,7 @@ from wirespeed.cli.common import (
 from wirespeed.cli.output import Output
 from wirespeed.core.errors import ExitStatus
 from wirespeed.core.fixplan import Operation
+from wirespeed.core.report import RunReport
 from wirespeed.core.results import RungStatus
 from wirespeed.core.run import Run, RunStatus, phase_rows, takeaway
 from wirespeed.engine import rungs
@@ -70,6 +71,17 @@ def _ask_setup(yes: bool) -> Callable[[int], bool]:
     return confirm
 
 
+def _write_junit(path: Path, run: Run, report: RunReport) -> None:
+    """The checks as the run left the cluster (after the fixes, where they ran) and the last phase's rungs."""
+    from wirespeed.adapters import files
+    from wirespeed.core.junit import commission_junit
+
+    last = "after" if run.in_phase("after") else None
+    rungs = [r for r in run.rungs if last is None or r.phase == last]
+    reason = run.record.reason if run.record is not None else None
+    files.write_atomic(path, commission_junit(report.checks_after or report.checks, rungs, run.status.value, reason))
+
+
 @click.command("commission")
 @cluster_options
 @click.option("--yes", is_flag=True, help="Apply setup's plan (missing tools) and the fixes without asking.")
@@ -82,6 +94,8 @@ def _ask_setup(yes: bool) -> Callable[[int], bool]:
 @click.option("--rollback-after", type=Seconds(3600, low=1), default=20.0, show_default=True,
               help="Seconds a node waits for confirmation before undoing a network change by itself.")  # fmt: skip
 @runs_option
+@click.option("--junit", type=click.Path(path_type=Path), default=None,
+              help="Also write JUnit XML for CI: a test case per check (as the run left it) and per rung.")  # fmt: skip
 @json_option
 @pass_ctx
 def commission_cmd(
@@ -95,6 +109,7 @@ def commission_cmd(
     what: str,
     rollback_after: float,
     runs_dir: Path,
+    junit: Path | None,
     json_mode: bool,
     no_live: bool,
     halves: bool,
@@ -146,6 +161,8 @@ def commission_cmd(
     with signals_interrupt():
         target = engine.write_report(done, lambda path: view.html(load_report(path)))
     run = load_run(run_dir.path)
+    if junit is not None:
+        _write_junit(junit, run, load_report(run_dir.path))
     if json_mode:
         out.data({
             "run": str(run_dir.path), "name": run.name, "status": run.status.value, "state": run.state(),

@@ -1,63 +1,130 @@
-"""JUnit XML of a check run, for CI systems (Jenkins, GitLab, GitHub's test reporters): one test case per check.
+"""JUnit XML of a check run or a commission, for CI systems (Jenkins, GitLab, GitHub's test reporters).
 
 The shape is the one those readers share (junit-10.xsd as Jenkins and junitparser read it): `<testsuites>` holding
-one `<testsuite>` with its counts, a `<testcase>` per check named by its id, a failing check a `<failure>` whose
-message is the summary and whose text is the evidence and the fix, a skipped one `<skipped>` with the reason. JUnit
-has no warning: a warning passes, its summary, evidence and fix in `<system-out>`. A check or node that could not
-be read is an `<error>` case of its own. Pure: records in, text out.
+one `<testsuite>` with its counts and one `<testcase>` per check or rung.
+- A failing check is a `<failure>`: its summary is the message, its evidence and fix are the text.
+- A skipped one is `<skipped>`, with the reason.
+- JUnit has no warning: a warning passes, with its summary, evidence and fix in `<system-out>`.
+- A check or node that could not be read, or a run that stopped, is an `<error>`.
+- A rung that ran passes, with its figure and ceiling in `<system-out>`; one that failed is a failure.
+Pure: records in, text out.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 from xml.etree import ElementTree as ET
 
-from wirespeed.core.checks.model import CheckResult, CheckRun, CheckStatus
+from wirespeed.core.results import RungResult, RungStatus
 
-CLASSNAME = "wirespeed.check"
-UNREAD = "unread"
+PASS, FAIL, SKIP, ERROR = "pass", "fail", "skip", "error"
 
 
-def _details(result: CheckResult) -> str:
-    """The evidence, one line each, then the fix, as `wirespeed check` prints them."""
-    lines = []
-    for e in result.evidence:
-        where = " ".join(part for part in (e.node, e.subject) if part)
-        shown = e.value if isinstance(e.value, str) else json.dumps(e.value)
-        lines.append(f"{where}: {e.what} = {shown}" if where else f"{e.what} = {shown}")
-    for fix in result.fixes:
-        lines.append(f"fix{f' on {fix.node}' if fix.node else ''}: {fix.description}")
-        lines += [f"  {command}" for command in fix.commands]
-        lines += [f"  write {path}" for path, _ in fix.files]
+@dataclass(frozen=True)
+class Case:
+    classname: str  # wirespeed.check, wirespeed.rung, wirespeed.commission
+    name: str
+    outcome: str  # PASS, FAIL, SKIP or ERROR
+    message: str = ""
+    text: str = ""  # the failure's or error's text; a passing case's system-out
+
+
+def _evidence_line(e: Mapping[str, Any]) -> str:
+    where = " ".join(str(part) for part in (e.get("node"), e.get("subject")) if part)
+    value = e.get("value")
+    shown = value if isinstance(value, str) else json.dumps(value)
+    return f"{where}: {e.get('what')} = {shown}" if where else f"{e.get('what')} = {shown}"
+
+
+def _check_text(result: Mapping[str, Any]) -> str:
+    """The evidence, one line each, then each fix with its commands, as `wirespeed check` prints them."""
+    lines = [_evidence_line(e) for e in result.get("evidence") or ()]
+    for fix in result.get("fixes") or ():
+        node = fix.get("node")
+        lines.append(f"fix{f' on {node}' if node else ''}: {fix.get('description')}")
+        lines += [f"  {command}" for command in fix.get("commands") or ()]
+        lines += [f"  write {path}" for path, _ in fix.get("files") or ()]
     return "\n".join(lines)
 
 
-def _case(suite: ET.Element, name: str) -> ET.Element:
-    return ET.SubElement(suite, "testcase", {"classname": CLASSNAME, "name": name, "time": "0"})
+def check_cases(results: Sequence[Mapping[str, Any]], errors: Sequence[str] = ()) -> list[Case]:
+    """One case per check, from its JSON form (`CheckResult.to_json`, as checks.json keeps it), and one error
+    case per check or node that could not be read."""
+    cases = []
+    for r in results:
+        name, status, summary = f"{r.get('id')}: {r.get('title')}", r.get("status"), str(r.get("summary") or "")
+        if status == "fail":
+            cases.append(Case("wirespeed.check", name, FAIL, summary, _check_text(r)))
+        elif status == "skip":
+            cases.append(Case("wirespeed.check", name, SKIP, summary))
+        elif status == "warn":
+            text = "\n".join(part for part in (f"warn: {summary}", _check_text(r)) if part)
+            cases.append(Case("wirespeed.check", name, PASS, text=text))
+        else:
+            cases.append(Case("wirespeed.check", name, PASS, text=summary))
+    cases += [Case("wirespeed.check", f"unread {n}: {e[:80]}", ERROR, e) for n, e in enumerate(errors, start=1)]
+    return cases
 
 
-def checks_junit(run: CheckRun, suite_name: str = "wirespeed check") -> str:
-    """The run as JUnit XML text (UTF-8, with its declaration)."""
-    results: Sequence[CheckResult] = run.results
-    failures = sum(r.status is CheckStatus.FAIL for r in results)
-    skipped = sum(r.status is CheckStatus.SKIP for r in results)
-    counts = {"tests": len(results) + len(run.errors), "failures": failures, "errors": len(run.errors),
-              "skipped": skipped, "time": "0"}  # fmt: skip
-    root = ET.Element("testsuites", {k: str(v) for k, v in counts.items()})
-    suite = ET.SubElement(root, "testsuite", {"name": suite_name, **{k: str(v) for k, v in counts.items()}})
-    for result in results:
-        case = _case(suite, f"{result.id}: {result.title}")
-        if result.status is CheckStatus.FAIL:
-            failure = ET.SubElement(case, "failure", {"message": result.summary, "type": "fail"})
-            failure.text = _details(result)
-        elif result.status is CheckStatus.SKIP:
-            ET.SubElement(case, "skipped", {"message": result.summary})
-        elif result.status is CheckStatus.WARN:
-            out = ET.SubElement(case, "system-out")
-            out.text = "\n".join(part for part in (f"warn: {result.summary}", _details(result)) if part)
-    for number, error in enumerate(run.errors, start=1):
-        case = _case(suite, f"{UNREAD} {number}: {error[:80]}")
-        ET.SubElement(case, "error", {"message": error, "type": UNREAD})
+def rung_cases(rungs: Sequence[RungResult]) -> list[Case]:
+    """One case per rung: ran (its ceiling and first evidence as output), skipped (why, and the fix), failed or
+    interrupted (why)."""
+    cases = []
+    for r in rungs:
+        name = r.label
+        if r.status is RungStatus.RAN:
+            ceiling = f"ceiling {r.ceiling.name}: {'; '.join(r.ceiling.evidence[:2])}" if r.ceiling else ""
+            cases.append(Case("wirespeed.rung", name, PASS, text=ceiling))
+        elif r.status is RungStatus.SKIPPED:
+            why = f"{r.reason or 'skipped'}" + (f" (fix: {r.fix})" if r.fix else "")
+            cases.append(Case("wirespeed.rung", name, SKIP, why))
+        elif r.status is RungStatus.FAILED:
+            cases.append(Case("wirespeed.rung", name, FAIL, r.reason or "failed"))
+        else:
+            cases.append(Case("wirespeed.rung", name, ERROR, f"{r.status.value}: {r.reason or ''}".rstrip(": ")))
+    return cases
+
+
+def junit_xml(suite_name: str, cases: Sequence[Case]) -> str:
+    """The cases as JUnit XML text, with its declaration."""
+    counts = {
+        "tests": len(cases),
+        "failures": sum(c.outcome == FAIL for c in cases),
+        "errors": sum(c.outcome == ERROR for c in cases),
+        "skipped": sum(c.outcome == SKIP for c in cases),
+        "time": "0",
+    }
+    shown = {k: str(v) for k, v in counts.items()}
+    root = ET.Element("testsuites", shown)
+    suite = ET.SubElement(root, "testsuite", {"name": suite_name, **shown})
+    for c in cases:
+        case = ET.SubElement(suite, "testcase", {"classname": c.classname, "name": c.name, "time": "0"})
+        if c.outcome in (FAIL, ERROR):
+            tag = "failure" if c.outcome == FAIL else "error"
+            element = ET.SubElement(case, tag, {"message": c.message, "type": c.outcome})
+            element.text = c.text or None
+        elif c.outcome == SKIP:
+            ET.SubElement(case, "skipped", {"message": c.message})
+        elif c.text:
+            ET.SubElement(case, "system-out").text = c.text
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def checks_junit(results: Sequence[Mapping[str, Any]], errors: Sequence[str] = ()) -> str:
+    return junit_xml("wirespeed check", check_cases(results, errors))
+
+
+def commission_junit(
+    checks: Mapping[str, Any] | None, rungs: Sequence[RungResult], status: str, reason: str | None
+) -> str:
+    """The commission as CI reads it: the checks as the run left the cluster (after the fixes where they ran), the
+    rungs of the last phase measured, and an error case when the run did not complete."""
+    cases = check_cases((checks or {}).get("results") or (), (checks or {}).get("errors") or ())
+    cases += rung_cases(rungs)
+    if status != "complete":
+        cases.append(Case("wirespeed.commission", "commission", ERROR, f"{status}: {reason or ''}".rstrip(": ")))
+    return junit_xml("wirespeed commission", cases)
