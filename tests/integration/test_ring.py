@@ -142,5 +142,5 @@ def test_a_four_node_ring_commissioned_as_an_owner_would(tmp_path: Path) -> None
     # what CI reads: a case per check as the fixes left the cluster, and the rung after them, passed
     [suite] = list(junitparser.JUnitXml.fromfile(str(tmp_path / "junit.xml")))
     cases = {case.name.split(":")[0]: case for case in suite}
-    assert set(after) <= set(cases) and cases["tcp-halves"].is_passed
-    assert "ceiling wire" in (cases["tcp-halves"].system_out or "") and suite.failures == suite.errors == 0
+    assert set(after) <= set(cases) and cases["tcp-halves (after)"].is_passed
+    assert "ceiling wire" in (cases["tcp-halves (after)"].system_out or "") and suite.failures == suite.errors == 0
