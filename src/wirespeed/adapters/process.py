@@ -352,31 +352,20 @@ def drain(proc: subprocess.Popen[bytes], input_bytes: bytes | None, timeout_s: f
     return found
 
 
-def spawn(argv: Sequence[str], env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
-    """Start a long-running process in its own group, stdin a pipe we own (see `watchdog_argv`)."""
+def spawn(
+    argv: Sequence[str], env: Mapping[str, str] | None = None, *, alongside: bool = False
+) -> subprocess.Popen[str]:
+    """Start a long-running process in its own group, stdin a pipe we own (see `watchdog_argv`). `alongside`: a
+    command run beside a view (`watch --run`): no stdin, its stderr joined to its stdout (one pipe to read, which
+    cannot fill unread while the other is)."""
     return subprocess.Popen(
         list(argv),
-        stdin=subprocess.PIPE,
+        stdin=subprocess.DEVNULL if alongside else subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.STDOUT if alongside else subprocess.PIPE,
         text=True,
         errors="replace",
         bufsize=1,
         start_new_session=True,
         env=dict(env) if env is not None else None,
-    )
-
-
-def spawn_merged(argv: Sequence[str]) -> subprocess.Popen[str]:
-    """Start a command run alongside (`watch --run`) in its own group: no stdin, its stderr joined to its stdout
-    (one pipe to read, which cannot fill unread while the other is)."""
-    return subprocess.Popen(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        errors="replace",
-        bufsize=1,
-        start_new_session=True,
     )

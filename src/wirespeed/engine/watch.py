@@ -13,7 +13,7 @@ from pathlib import Path
 
 from wirespeed.adapters import files
 from wirespeed.adapters.files import Appender, TextSink, open_append
-from wirespeed.adapters.process import kill_group, spawn_merged
+from wirespeed.adapters.process import kill_group, spawn
 from wirespeed.core.errors import WirespeedError
 from wirespeed.core.meter import Meter, NodeLayout, NodeView, sample_line
 from wirespeed.engine.live import LiveBoard
@@ -38,7 +38,7 @@ class _Command:
 
     def __init__(self, argv: Sequence[str], tail_lines: int = 8) -> None:
         try:
-            self.popen = spawn_merged(argv)
+            self.popen = spawn(argv, alongside=True)
         except OSError as exc:
             raise WirespeedError(
                 f"--run {argv[0]}: cannot start: {exc.strerror or exc}", hint="give the full path of the program"
