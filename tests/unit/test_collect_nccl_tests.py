@@ -12,8 +12,8 @@ import pytest
 from wirespeed.adapters.source import Output
 from wirespeed.core.facts import Tool, Unknown, facts_from_json, to_jsonable
 from wirespeed.core.parsers import ldd
-from wirespeed.engine import collect
 from wirespeed.engine.discover import discover_snapshots
+from wirespeed.engine.probes import tools
 
 LDD = Path(__file__).parent.parent / "fixtures" / "real" / "ldd"
 OVER_SSH = (LDD / "all_reduce_perf_over_ssh.txt").read_text()
@@ -60,13 +60,13 @@ def test_a_line_per_binary_round_trips_into_the_tools_facts(tmp_path: Path) -> N
     _source_build(tmp_path)
     text = WITH_PATH.replace("/tmp/wsldd", str(tmp_path))
     binary = f"{tmp_path}/nccl-tests/build/all_reduce_perf"
-    line = collect._nccl_tests_line(binary, Output(0, text), [f"{tmp_path}/nccl/build/lib"])
+    line = tools.nccl_tests_line(binary, Output(0, text), [f"{tmp_path}/nccl/build/lib"])
     assert line == (
         f"{binary} mpi=yes nccl={tmp_path}/nccl/build/lib/libnccl.so.2 "
         f"nccl_file={tmp_path}/nccl/build/lib/libnccl.so.2.28.9 cudart={tmp_path}/cuda/lib64/libcudart.so.12 "
         f"library_path={tmp_path}/nccl/build/lib"
     )
-    tool = collect._nccl_tests_tool(line)
+    tool = tools.nccl_tests_tool(line)
     assert tool == Tool(
         "all_reduce_perf",
         "present",
@@ -80,24 +80,24 @@ def test_a_line_per_binary_round_trips_into_the_tools_facts(tmp_path: Path) -> N
 
 
 def test_not_found_is_recorded_and_read_back_as_unknown() -> None:
-    line = collect._nccl_tests_line("/x/build/all_reduce_perf", Output(0, OVER_SSH), [])
+    line = tools.nccl_tests_line("/x/build/all_reduce_perf", Output(0, OVER_SSH), [])
     assert line == "/x/build/all_reduce_perf mpi=yes nccl=not-found cudart=not-found"
-    tool = collect._nccl_tests_tool(line)
+    tool = tools.nccl_tests_tool(line)
     assert tool is not None and tool.detail == "mpi=yes"
     assert tool.nccl_library == Unknown("libnccl.so.2 => not found")
     assert isinstance(tool.cudart_library, Unknown) and tool.nccl_library_file is None and tool.library_path == ()
-    failed = collect._nccl_tests_line("/x/build/all_reduce_perf", Output(1, ""), [])
+    failed = tools.nccl_tests_line("/x/build/all_reduce_perf", Output(1, ""), [])
     assert failed == "/x/build/all_reduce_perf mpi=unknown"  # ldd failed: nothing said of the libraries
 
 
 def test_older_lines_still_read_as_before() -> None:
-    assert collect._nccl_tests_tool("/home/user/nccl-tests/build/sendrecv_perf mpi=no") == Tool(
+    assert tools.nccl_tests_tool("/home/user/nccl-tests/build/sendrecv_perf mpi=no") == Tool(
         "sendrecv_perf", "present", path="/home/user/nccl-tests/build/sendrecv_perf", detail="mpi=no"
     )
-    spaced = collect._nccl_tests_tool("/opt/my tests/build/all_reduce_perf mpi=yes nccl=/opt/my nccl/libnccl.so.2")
+    spaced = tools.nccl_tests_tool("/opt/my tests/build/all_reduce_perf mpi=yes nccl=/opt/my nccl/libnccl.so.2")
     assert spaced is not None and spaced.path == "/opt/my tests/build/all_reduce_perf"
     assert spaced.nccl_library == "/opt/my nccl/libnccl.so.2" and spaced.detail == "mpi=yes"
-    assert collect._nccl_tests_tool("   ") is None
+    assert tools.nccl_tests_tool("   ") is None
 
 
 def _tree(root: Path, record: object | None) -> str:
@@ -124,16 +124,16 @@ def _tree(root: Path, record: object | None) -> str:
     ],
 )
 def test_the_build_trees_library_path(tmp_path: Path, record: object | None, expected: list[str]) -> None:
-    assert collect._build_library_path(_tree(tmp_path / "tree", record)) == expected
+    assert tools.build_library_path(_tree(tmp_path / "tree", record)) == expected
 
 
 def test_a_binary_outside_a_build_directory_has_no_tree(tmp_path: Path) -> None:
     (tmp_path / "wirespeed-build.json").write_text(json.dumps({"library_path": ["/n/lib"]}))
-    assert collect._build_library_path(str(tmp_path / "all_reduce_perf")) == []
+    assert tools.build_library_path(str(tmp_path / "all_reduce_perf")) == []
 
 
 def test_setups_build_comes_first_of_the_usual_directories() -> None:
-    assert collect.NCCL_TESTS_DIRS[0] == "~/.local/share/wirespeed/nccl-tests/current/build"
+    assert tools.NCCL_TESTS_DIRS[0] == "~/.local/share/wirespeed/nccl-tests/current/build"
 
 
 def test_search_order_and_ldd_run_with_the_trees_library_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -141,15 +141,15 @@ def test_search_order_and_ldd_run_with_the_trees_library_path(tmp_path: Path, mo
     path_binary = _tree(tmp_path / "on-path", None)
     usual_binary = _tree(tmp_path / "usual", None)
     env_binary = _tree(tmp_path / "env", None)
-    monkeypatch.setattr(collect, "NCCL_TESTS_DIRS", (os.path.dirname(setup_binary), os.path.dirname(usual_binary)))
-    monkeypatch.setattr(collect, "NCCL_TESTS_BINARIES", ("all_reduce_perf",))
+    monkeypatch.setattr(tools, "NCCL_TESTS_DIRS", (os.path.dirname(setup_binary), os.path.dirname(usual_binary)))
+    monkeypatch.setattr(tools, "NCCL_TESTS_BINARIES", ("all_reduce_perf",))
     monkeypatch.setenv("PATH", os.path.dirname(path_binary))
     monkeypatch.delenv("NCCL_TESTS_DIR", raising=False)
     calls: list[list[str]] = []
-    monkeypatch.setattr(collect, "run_command", lambda argv: calls.append(list(argv)) or Output(0, WITH_PATH))
+    monkeypatch.setattr(tools, "run_command", lambda argv: calls.append(list(argv)) or Output(0, WITH_PATH))
 
     def found() -> str:
-        return collect._find_nccl_tests().stdout.split(" mpi=")[0]
+        return tools.find_nccl_tests().stdout.split(" mpi=")[0]
 
     assert found() == setup_binary  # setup's build before PATH
     assert calls[-1] == ["env", "LD_LIBRARY_PATH=/n/lib:/c/lib64", "ldd", setup_binary]
@@ -187,13 +187,13 @@ def test_the_nccl_setup_built_is_among_the_libraries_read_for_architectures(
     (lib / "libnccl.so.2.28.9").write_bytes(b"\x7fELF")
     (lib / "libnccl.so.2").symlink_to("libnccl.so.2.28.9")
     binary = _tree(tmp_path / "setup", {"library_path": [str(lib)]})
-    monkeypatch.setattr(collect, "NCCL_TESTS_DIRS", (os.path.dirname(binary),))
-    monkeypatch.setattr(collect, "NCCL_VENV_GLOBS", ())
+    monkeypatch.setattr(tools, "NCCL_TESTS_DIRS", (os.path.dirname(binary),))
+    monkeypatch.setattr(tools, "NCCL_VENV_GLOBS", ())
     monkeypatch.delenv("NCCL_TESTS_DIR", raising=False)
     monkeypatch.delenv("NCCL_HOME", raising=False)
     monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(collect, "run_command", lambda argv: Output(0, ""))  # an empty ldconfig cache
-    assert collect._nccl_libraries() == [str(lib / "libnccl.so.2.28.9")]
+    monkeypatch.setattr(tools, "run_command", lambda argv: Output(0, ""))  # an empty ldconfig cache
+    assert tools.nccl_libraries() == [str(lib / "libnccl.so.2.28.9")]
     os.remove(binary)
-    assert collect._nccl_libraries() == []
+    assert tools.nccl_libraries() == []

@@ -9,7 +9,7 @@ import pytest
 
 from wirespeed.adapters.configroot import CONFIG_ROOT_ENV
 from wirespeed.adapters.source import LiveSource, Output, RecordingSource, SnapshotSource
-from wirespeed.engine import collect
+from wirespeed.engine.probes import host
 
 STALE = "\n# left by an image\nNCCL_IB_HCA=mlx5_0,mlx5_1\n"  # a leading blank line: line numbers must hold
 
@@ -32,21 +32,21 @@ def test_recorded_files_keep_their_lines_and_read_back(tmp_path: Path, monkeypat
     home = tmp_path / "home"
     (home / ".openmpi").mkdir(parents=True)
     (home / ".openmpi" / "mca-params.conf").write_text("btl_tcp_if_include = 192.168.100.0/24\n")
-    monkeypatch.setattr(collect, "_home", lambda: Output(0, f"{home}\n"))
-    live = collect._job_files(recording, {})
+    monkeypatch.setattr(host, "_home", lambda: Output(0, f"{home}\n"))
+    live = host.job_files(recording, {})
     assert (out / "etc" / "nccl.conf").read_text() == STALE
-    offline = collect._job_files(SnapshotSource(out), {})
+    offline = host.job_files(SnapshotSource(out), {})
     assert offline == live
-    assert live["job_files"] == {
+    assert live.files == {
         "/etc/nccl.conf": STALE,
         f"{home}/.openmpi/mca-params.conf": "btl_tcp_if_include = 192.168.100.0/24\n",
     }
-    assert live["home"] == str(home)
+    assert live.home == str(home)
 
 
 def test_a_snapshot_without_them_says_so(tmp_path: Path) -> None:
     (tmp_path / "meta.json").write_text('{"format": "wirespeed-snapshot/1", "node": "old"}')
-    found = collect._job_files(SnapshotSource(tmp_path), {})
-    assert found["job_files"] == {} and "not recorded" in str(found["home"])
-    cma = collect._meminfo(SnapshotSource(tmp_path))
-    assert "meminfo" in str(cma["cma_total_kb"])
+    found = host.job_files(SnapshotSource(tmp_path), {})
+    assert found.files == {} and "not recorded" in str(found.home)
+    cma = host.meminfo(SnapshotSource(tmp_path))
+    assert "meminfo" in str(cma.cma_total_kb)

@@ -9,8 +9,8 @@ from pathlib import Path
 from wirespeed.adapters.source import Output, RootedSource, SnapshotSource
 from wirespeed.core.facts import NEEDS_ROOT, PciRootPort, Unknown, facts_from_json
 from wirespeed.core.parsers import pcie_log
-from wirespeed.engine import collect
 from wirespeed.engine.discover import discover_snapshots
+from wirespeed.engine.probes import hardware, host
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "snapshots"
 
@@ -55,15 +55,15 @@ def test_each_kind_of_line_and_its_stamp() -> None:
 
 
 def test_root_ports_from_sysfs_with_what_sits_below(tmp_path: Path) -> None:
-    gone = collect._root_ports(SnapshotSource(FIXTURES / "spark-no-fabric" / "spark-1"))
-    healthy = collect._root_ports(SnapshotSource(FIXTURES / "spark-no-fabric" / "spark-2"))
+    gone = hardware.root_ports(SnapshotSource(FIXTURES / "spark-no-fabric" / "spark-1"))
+    healthy = hardware.root_ports(SnapshotSource(FIXTURES / "spark-no-fabric" / "spark-2"))
     assert not isinstance(gone, Unknown) and not isinstance(healthy, Unknown)
     by_bdf = {p.bdf: p for p in gone}
     assert by_bdf["0000:00:00.0"] == PciRootPort("0000:00:00.0", 2.5, 4, 32.0, 4, ())
     assert by_bdf["0002:00:00.0"].downstream == ()
     assert by_bdf["0007:00:00.0"].downstream == ("0007:01:00.0",)  # the management NIC's port is left as it is
     assert {p.bdf: p.downstream for p in healthy}["0000:00:00.0"] == ("0000:01:00.0", "0000:01:00.1")
-    missing = collect._root_ports(RootedSource(tmp_path, "a tree without /sys"))
+    missing = hardware.root_ports(RootedSource(tmp_path, "a tree without /sys"))
     assert isinstance(missing, Unknown) and "/sys/bus/pci/devices" in missing.reason
 
 
@@ -80,7 +80,7 @@ def test_discovery_reads_model_root_ports_and_the_last_boot() -> None:
 
 
 class _Source:
-    """Only what `_previous_kernel_log` asks of a source."""
+    """Only what `previous_kernel_messages` asks of a source."""
 
     def __init__(self, result: Output) -> None:
         self.result = result
@@ -92,10 +92,10 @@ class _Source:
 
 def test_the_previous_boot_needs_root_and_a_persistent_journal() -> None:
     kept = "2026-08-26T06:38:10+0000 spark-1 kernel: pcieport 0000:00:00.0: AER: Uncorrectable (Fatal) error\n"
-    assert collect._previous_kernel_log(_Source(Output(0, kept)), True) == (kept.strip(),)  # type: ignore[arg-type]
-    closed = collect._previous_kernel_log(_Source(Output(0, "")), False)  # type: ignore[arg-type]
+    assert host.previous_kernel_messages(_Source(Output(0, kept)), True) == (kept.strip(),)  # type: ignore[arg-type]
+    closed = host.previous_kernel_messages(_Source(Output(0, "")), False)  # type: ignore[arg-type]
     assert isinstance(closed, Unknown) and NEEDS_ROOT in closed.reason
-    volatile = collect._previous_kernel_log(_Source(Output(1, "")), True)  # type: ignore[arg-type]
+    volatile = host.previous_kernel_messages(_Source(Output(1, "")), True)  # type: ignore[arg-type]
     assert isinstance(volatile, Unknown) and "persistent storage" in volatile.reason
-    old = collect._previous_kernel_log(_Source(Output(None, "")), None)  # type: ignore[arg-type]
+    old = host.previous_kernel_messages(_Source(Output(None, "")), None)  # type: ignore[arg-type]
     assert isinstance(old, Unknown) and "not recorded in this snapshot" in old.reason
