@@ -12,13 +12,16 @@ emulated cluster that a user could not type.
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
 from wirespeed.cli.main import main as cli
+from wirespeed.core.errors import WirespeedError
+from wirespeed.core.fixrecord import FixRecord
+from wirespeed.core.report import RunReport
+from wirespeed.core.results import RungResult, RungStatus
+from wirespeed.engine.report import load_report
 from wirespeed.testbed.state import load_state
 
 OUT = Path("demo-out")
@@ -31,45 +34,32 @@ def step(title: str, *argv: str) -> int:
     return code
 
 
-def _rung(run_dir: Path, phase: str, rung: str) -> dict[str, Any] | None:
-    try:
-        data = json.loads((run_dir / phase / f"{rung}.json").read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and data.get("status") == "ran" else None
+def _ran(report: RunReport, phase: str, rung: str) -> RungResult | None:
+    found = report.run.rung(rung, phase)
+    return found if found is not None and found.status is RungStatus.RAN and found.forward_gbps else None
 
 
-def _halves(result: dict[str, Any]) -> int:
+def _halves(result: RungResult) -> int:
     """How many halves carried the rung's traffic: the distinct client ends of flows that moved data."""
-    ends = {
-        tuple(flow.get("client") or ())
-        for flow in result.get("flows") or ()
-        if isinstance(flow, dict) and not flow.get("error") and (flow.get("receiver_gbps") or 0) > 0
-    }
-    return len(ends)
+    return len({f.flow.source for f in result.flows if not f.error and (f.tool_gbps or 0) > 0})
 
 
-def _ceiling(result: dict[str, Any]) -> tuple[str, str]:
-    ceiling = result.get("ceiling") or {}
-    evidence = ceiling.get("evidence") or [""]
-    return str(ceiling.get("name") or "unknown"), str(evidence[0])
+def _ceiling(result: RungResult) -> tuple[str, str]:
+    ceiling = result.ceiling
+    return (ceiling.name, (ceiling.evidence or ("",))[0]) if ceiling is not None else ("unknown", "")
 
 
-def _fixed(run_dir: Path) -> list[str]:
+def _fixed(fix: FixRecord | None) -> list[str]:
     """What the applied fix changed, in words: the kinds of operation in `fix.json`'s plan."""
-    try:
-        plan = json.loads((run_dir / "fix.json").read_text()).get("plan") or {}
-    except (OSError, ValueError, AttributeError):
-        return []
-    ops = [(node, op) for node, node_ops in plan.items() for op in node_ops if isinstance(op, dict)]
+    ops = [(node, op) for node, node_ops in (fix.plan.items() if fix is not None else ()) for op in node_ops]
     said: list[str] = []
-    addressed = {(node, op.get("target")) for node, op in ops if op.get("kind") == "addr"}
+    addressed = {(node, op.target) for node, op in ops if op.kind == "addr"}
     if addressed:
         said.append(f"gave every half an address on a subnet of its own ({len(addressed)} interfaces readdressed)")
-    mtus = sorted({str(op.get("value")) for _, op in ops if op.get("kind") == "mtu"})
+    mtus = sorted({op.value for _, op in ops if op.kind == "mtu"})
     if mtus:
         said.append(f"raised the fabric MTU to {', '.join(mtus)} (fewer, larger packets)")
-    if any(op.get("kind") == "sysctl" for _, op in ops):
+    if any(op.kind == "sysctl" for _, op in ops):
         said.append("enlarged the TCP socket buffers")
     return said
 
@@ -77,10 +67,14 @@ def _fixed(run_dir: Path) -> list[str]:
 def story(run_dir: Path) -> list[str]:
     """The demo's closing lines: tcp-halves before and after the fixes, with its ceilings, and why it moved, in words
     a newcomer follows. Empty when the run has no tcp-halves in both phases."""
-    before, after = _rung(run_dir, "before", "tcp-halves"), _rung(run_dir, "after", "tcp-halves")
-    if before is None or after is None or not before.get("forward_gbps") or not after.get("forward_gbps"):
+    try:
+        report = load_report(run_dir)
+    except WirespeedError:
         return []
-    was, now = float(before["forward_gbps"]), float(after["forward_gbps"])
+    before, after = _ran(report, "before", "tcp-halves"), _ran(report, "after", "tcp-halves")
+    if before is None or after is None or before.forward_gbps is None or after.forward_gbps is None:
+        return []
+    was, now = before.forward_gbps, after.forward_gbps
     (was_ceiling, was_why), (now_ceiling, now_why) = _ceiling(before), _ceiling(after)
     was_halves, now_halves = _halves(before), _halves(after)
     lines = [
@@ -94,7 +88,7 @@ def story(run_dir: Path) -> list[str]:
             f"Before the fixes, only {was_halves} of the {now_halves} halves carried traffic: a Spark ships with an "
             "address on one half of each port and none on its twin, so each port ran at half its capacity."
         )
-    fixed = _fixed(run_dir)
+    fixed = _fixed(report.fix)
     if fixed:
         lines.append(f"wirespeed's fixes {', '.join(fixed[:-1])}{' and ' if len(fixed) > 1 else ''}{fixed[-1]}.")
     if now_ceiling == "wire":

@@ -95,6 +95,12 @@ def test_init_then_commission_ships_the_agent_and_reports_before_and_after(
         for rung in ("tcp-single", "tcp-multi", "tcp-halves", "tcp-lat"):
             assert json.loads((run / phase / f"{rung}.json").read_text())["status"] == "ran", (phase, rung)
         assert json.loads((run / phase / "rdma-bw.json").read_text())["status"] == "skipped"
+    from wirespeed.engine.runs import read_record, record_files
+
+    kept = {str(f.relative_to(run)): read_record(run, f) for f in record_files(run)}  # every file of it, typed
+    assert not [name for name, typed in kept.items() if isinstance(typed, dict)], kept
+    assert {"run.json", "discovery.json", "fix.json", "fix-record.json", "before/checks.json",
+            "after/checks.json", "after/discovery.json"} <= set(kept), sorted(kept)  # fmt: skip
     page = (run / "report.html").read_text()
     takeaway = page[page.index('id="takeaway"') : page.index("</section>", page.index('id="takeaway"'))]
     assert "<th>before</th><th>after</th><th>change</th>" in takeaway and "tcp-halves" in takeaway

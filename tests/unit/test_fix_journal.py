@@ -18,6 +18,7 @@ import pytest
 
 from wirespeed.core.errors import UsageError
 from wirespeed.core.fixplan import Operation
+from wirespeed.core.fixrecord import AppliedChange, RevertRecord
 from wirespeed.engine import fixjournal
 from wirespeed.engine.fix import NodeOutcome, _from_record, write_record
 
@@ -193,23 +194,25 @@ def test_the_latest_effective_journal_skips_rolled_back_ones() -> None:
 
 OP = {"kind": "sysctl", "target": "net.ipv4.tcp_rmem", "value": "4096 131072 134217728", "reason": "sysctl.tcp"}
 ENTRY = {"op": OP, "original": "4096 131072 6291456", "ok": True, "error": None}
+CHANGE = AppliedChange.from_json(ENTRY)  # ENTRY as the controller holds it once the agent answered
 
 
 def test_a_record_written_before_confirming_keeps_the_one_before(tmp_path: Path) -> None:
     record = tmp_path / "fix.json"
-    write_record(record, [NodeOutcome("s1", applied=[ENTRY], token="s1-old")])
+    write_record(record, [NodeOutcome("s1", applied=[CHANGE], token="s1-old")])
     first = json.loads(record.read_text())
-    applied = [NodeOutcome("s1", applied=[ENTRY], token="s1-new"), NodeOutcome("s2", applied=[ENTRY], token="s2-new")]
+    applied = [NodeOutcome("s1", applied=[CHANGE], token="s1-new"), NodeOutcome("s2", applied=[CHANGE], token="s2-new")]
     write_record(record, applied, confirmed=False)
     pending = json.loads(record.read_text())
     assert pending["state"] == "unconfirmed" and pending["previous"]["journals"] == {"s1": "s1-old"}
     # s1's new fix was rolled back (controller killed): --revert undoes the old one there, s2's new one
     states = {"s1-old": "confirmed", "s1-new": "rolledback", "s2-new": "confirmed"}
-    s1 = _from_record(pending, "R", "s1", states)
+    typed = RevertRecord.from_json(pending, "R")
+    s1 = _from_record(typed, "R", "s1", states)
     assert isinstance(s1, tuple) and s1[2] == "s1-old" and s1[0][0].value == "4096 131072 6291456"
-    s2 = _from_record(pending, "R", "s2", states)
+    s2 = _from_record(typed, "R", "s2", states)
     assert isinstance(s2, tuple) and s2[2] == "s2-new"
-    assert _from_record(pending, "R", "s3", states) is None  # not covered: that fix left it as it was
+    assert _from_record(typed, "R", "s3", states) is None  # not covered: that fix left it as it was
     # nothing of the new fix stayed: the earlier record is the record again
     for outcome in applied:
         outcome.rolled_back = True
@@ -218,10 +221,12 @@ def test_a_record_written_before_confirming_keeps_the_one_before(tmp_path: Path)
 
 
 def test_a_reverted_or_rolled_back_fix_in_the_record_is_not_undone_again(tmp_path: Path) -> None:
-    record = {"nodes": {"s1": [ENTRY]}, "journals": {"s1": "s1-a", "s2": "s2-a"}, "previous": None}
+    record = RevertRecord.from_json({"nodes": {"s1": [ENTRY]}, "journals": {"s1": "s1-a", "s2": "s2-a"}}, "R")
     assert _from_record(record, "R", "s1", {"s1-a": "reverted"}) == "its last fix was reverted already"
     assert "rolled back" in str(_from_record(record, "R", "s2", {"s2-a": "rolledback"}))
-    old = _from_record({"nodes": {"s1": [ENTRY]}}, "R", "s1", {})  # a record from before journals
+    old = _from_record(
+        RevertRecord.from_json({"nodes": {"s1": [ENTRY]}}, "R"), "R", "s1", {}
+    )  # a record from before journals
     assert isinstance(old, tuple) and old[2] is None
 
 
@@ -234,7 +239,7 @@ def test_revert_with_a_record_leaves_the_nodes_it_does_not_cover(
     from wirespeed.engine import fix as fixing
 
     record = tmp_path / "fix.json"
-    write_record(record, [NodeOutcome("s1", applied=[ENTRY], token="s1-b")])
+    write_record(record, [NodeOutcome("s1", applied=[CHANGE], token="s1-b")])
     latest = {n: {"token": f"{n}-a", "applied": [ENTRY], "created_utc": "earlier"} for n in ("s1", "s2")}
     states = {"s1-a": "confirmed", "s1-b": "confirmed", "s2-a": "confirmed"}
     answers = {n: ({"states": states, "latest": latest[n]}, "") for n in ("s1", "s2")}
@@ -253,8 +258,9 @@ def test_revert_with_a_record_leaves_the_nodes_it_does_not_cover(
 def test_a_node_outcome_says_what_changed_and_each_failure_once() -> None:
     failed = {"op": {**OP, "target": "net.ipv4.tcp_wmem"}, "original": None, "ok": False, "error": "read-only"}
     same = {"op": OP, "original": OP["value"], "ok": True, "error": None}
-    outcome = NodeOutcome("s1", applied=[ENTRY, failed, same], rolled_back=True, why="")
-    assert outcome.changed() == [ENTRY]  # an entry that replaced its own value changed nothing
+    applied = [AppliedChange.from_json(e) for e in (ENTRY, failed, same)]
+    outcome = NodeOutcome("s1", applied=applied, rolled_back=True, why="")
+    assert outcome.changed() == [CHANGE]  # an entry that replaced its own value changed nothing
     assert outcome.failures() == [
         "s1: net.ipv4.tcp_wmem: read-only",
         "s1: not reachable after the change: it restored the old values",

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from wirespeed.core.fixrecord import AppliedChange
 from wirespeed.engine.fix import NodeOutcome, revert_plan, write_record
 
 TUNED = "4096 131072 134217728"
@@ -15,10 +16,10 @@ APPLIED: dict[str, Any] = {"op": OP, "ok": True, "original": "4096 131072 629145
 
 def test_a_second_fix_that_changed_nothing_keeps_the_first_record(tmp_path: Path) -> None:
     record = tmp_path / "state" / "last-fix.json"
-    write_record(record, [NodeOutcome("s1", applied=[APPLIED])])
+    write_record(record, [NodeOutcome("s1", applied=[AppliedChange.from_json(APPLIED)])])
     first = record.read_text()
     write_record(record, [])  # `fix --yes` again: nothing to change
-    write_record(record, [NodeOutcome("s1", applied=[{**APPLIED, "original": TUNED}])])
+    write_record(record, [NodeOutcome("s1", applied=[AppliedChange.from_json({**APPLIED, "original": TUNED})])])
     assert record.read_text() == first
     [undo] = revert_plan(record)["s1"]
     assert (undo.target, undo.value) == ("net.ipv4.tcp_rmem", "4096 131072 6291456")

@@ -57,6 +57,7 @@ def test_pastes_refuse_junit_in_one_line(tmp_path: Path) -> None:
 
 
 def test_commission_junit_names_each_rung_and_a_run_that_did_not_complete() -> None:
+    from wirespeed.core.checks.model import CheckResult, ChecksRecord, CheckStatus
     from wirespeed.core.junit import commission_junit
     from wirespeed.core.results import Ceiling, RungResult, RungStatus
 
@@ -65,7 +66,7 @@ def test_commission_junit_names_each_rung_and_a_run_that_did_not_complete() -> N
         RungResult("rdma-bw", RungStatus.SKIPPED, "no RDMA devices on the nodes", "load mlx5_ib"),
         RungResult("nccl-all_reduce", RungStatus.FAILED, "mpirun: exit 1"),
     ]
-    checks = {"results": [{"id": "mtu.host", "title": "MTU", "status": "pass", "summary": "all 9000"}], "errors": []}
+    checks = ChecksRecord((CheckResult("mtu.host", "MTU", CheckStatus.PASS, "all 9000"),))
     report = tmp_report(commission_junit(checks, rungs, "interrupted", "interrupted (Ctrl-C)"))
     [suite] = list(report)
     cases = {case.name: case for case in suite}

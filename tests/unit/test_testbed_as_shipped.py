@@ -114,26 +114,36 @@ def test_the_holder_keeps_its_taps_open_and_says_its_pid(tmp_path: Path) -> None
 
 
 def _rung(directory: Path, phase: str, gbps: float, ceiling: str, why: str, halves: list[str]) -> None:
-    flows = [
-        {"client": ["spark-1", h], "server": ["spark-2", h], "receiver_gbps": gbps / len(halves), "error": None}
+    """A commission's run directory as it writes it: run.json, and tcp-halves of one phase with a flow per half."""
+    from wirespeed.core.results import Ceiling, Direction, Flow, FlowResult, RungResult, RungStatus
+    from wirespeed.core.run import NodeRef, RunRecord, RunStatus
+
+    share = gbps / len(halves)
+    flows = tuple(
+        FlowResult(Flow(("spark-1", h), ("spark-2", h), "198.19.0.1", "198.19.0.2", 1.0), Direction.FORWARD, share)
         for h in halves
-    ]
-    record = {"rung": "tcp-halves", "phase": phase, "status": "ran", "forward_gbps": gbps, "flows": flows,
-              "ceiling": {"name": ceiling, "evidence": [why]}}  # fmt: skip
+    )
+    record = RungResult("tcp-halves", RungStatus.RAN, flows=flows, ceiling=Ceiling(ceiling, (why,)), phase=phase)
+    run = RunRecord("0.2.0", ("commission",), "commission", {}, "demo", (NodeRef("spark-1", "spark-1"),),
+                    "2026-11-26T10:00:00Z", RunStatus.COMPLETE, phases=("before", "after"))  # fmt: skip
+    (directory / "run.json").write_text(json.dumps(run.to_json()))
     (directory / phase).mkdir(parents=True)
-    (directory / phase / "tcp-halves.json").write_text(json.dumps(record))
+    (directory / phase / "tcp-halves.json").write_text(json.dumps(record.to_json()))
 
 
 def test_the_demo_ends_saying_what_moved_and_why(tmp_path: Path) -> None:
     _rung(tmp_path, "before", 1.97, "half-port", "1.97 Gb/s on 2 of the 4 halves", ["enp1s0f0np0", "enp1s0f1np1"])
     _rung(tmp_path, "after", 3.96, "wire", "3.96 Gb/s of 4 Gb/s line rate (99%) on every cabled half (4)",
           ["enp1s0f0np0", "enP2p1s0f0np0", "enp1s0f1np1", "enP2p1s0f1np1"])  # fmt: skip
-    ops = [
-        {"kind": "addr", "target": "enP2p1s0f0np0", "value": "198.19.101.10/24"},
-        {"kind": "mtu", "target": "enP2p1s0f0np0", "value": "9000"},
-        {"kind": "sysctl", "target": "net.ipv4.tcp_rmem", "value": "4096 131072 134217728"},
-    ]
-    (tmp_path / "fix.json").write_text(json.dumps({"plan": {"spark-1": ops, "spark-2": ops}}))
+    from wirespeed.core.fixplan import Operation
+    from wirespeed.core.fixrecord import FixRecord
+
+    ops = (
+        Operation("addr", "enP2p1s0f0np0", "198.19.101.10/24", "addr.halves"),
+        Operation("mtu", "enP2p1s0f0np0", "9000", "mtu.host"),
+        Operation("sysctl", "net.ipv4.tcp_rmem", "4096 131072 134217728", "sysctl.tcp"),
+    )
+    (tmp_path / "fix.json").write_text(json.dumps(FixRecord({"spark-1": ops, "spark-2": ops}).to_json()))
     lines = demo.story(tmp_path)
     assert lines[0] == (
         "tcp-halves (TCP on every half at once): 1.97 Gb/s on 2 half(s), ceiling half-port"

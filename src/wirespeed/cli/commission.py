@@ -164,12 +164,7 @@ def commission_cmd(
     if junit is not None:
         _write_junit(junit, run, load_report(run_dir.path))
     if json_mode:
-        out.data({
-            "run": str(run_dir.path), "name": run.name, "status": run.status.value, "state": run.state(),
-            "steps": [s.to_json() for s in (run.record.steps if run.record else ())], "stopped": done.stopped,
-            "before_after": [row.to_json() for row in phase_rows(run)], "rungs": [r.to_json() for r in run.rungs],
-            "report": str(target), "problems": list(run.problems),
-        })  # fmt: skip
+        out.data({"run": str(run_dir.path), **run.to_json(), "stopped": done.stopped, "report": str(target)})
     else:
         for line in done.stopped:
             out.message(f"wirespeed: to do by hand: {line}")

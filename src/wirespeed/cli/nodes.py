@@ -181,7 +181,7 @@ def check_cmd(
         from wirespeed.adapters import files
         from wirespeed.core.junit import checks_junit
 
-        files.write_atomic(junit, checks_junit([r.to_json() for r in run.results], run.errors))
+        files.write_atomic(junit, checks_junit(run.record()))
     if json_mode:
         out.data(run.to_json())
     else:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -17,20 +16,6 @@ from wirespeed.core.run import Run
 def _problems(out: Output, run: Run) -> None:
     for problem in run.problems:
         out.message(f"wirespeed: {run.name}: {problem}")
-
-
-def _rung_summary(run: Run) -> dict[str, Any]:
-    summary: dict[str, Any] = {
-        r.rung: {"status": r.status.value, "forward_gbps": r.forward_gbps, "p50_us": r.p50_us, "p99_us": r.p99_us,
-                 "ceiling": r.ceiling.name if r.ceiling else None}
-        for r in run.rungs
-    }  # fmt: skip
-    for m in run.matrices:
-        summary[f"matrix-{m.layer}"] = {"status": m.status.value, "cells": len(m.cells),
-                                        "outliers": [o.text for o in m.outliers]}  # fmt: skip
-    for d in run.damaged:  # never a figure: the record holds one no measurement can have
-        summary[d.key] = {"status": "damaged", "reason": d.reason}
-    return summary
 
 
 @click.command("runs")
@@ -52,7 +37,7 @@ def runs_cmd(ctx: Ctx, runs_dir: Path, json_mode: bool) -> ExitStatus:
     if json_mode:
         out.data([
             {"run": run.name, "baseline": run.name == base, "status": run.status.value, "state": run.state(),
-             "nodes": list(run.nodes), "headline": headline(run), "rungs": _rung_summary(run),
+             "nodes": list(run.nodes), "headline": headline(run), "rungs": run.summary(),
              "problems": list(run.problems)}
             for run in found
         ])  # fmt: skip
@@ -117,11 +102,7 @@ def compare_cmd(ctx: Ctx, runs: tuple[str, ...], threshold: float, runs_dir: Pat
     if json_mode:
         out.data({
             "before": before.name, "after": after.name, "threshold_percent": threshold,
-            "changes": [{"subject": c.subject, "measure": c.measure, "before": c.before, "after": c.after,
-                         "change_percent": c.percent, "higher_is_better": c.higher_is_better,
-                         "status_before": c.status_before, "status_after": c.status_after, "worse": c in worse,
-                         "within_noise": c.within_noise}
-                        for c in changes],
+            "changes": [c.to_json(worse=c in worse) for c in changes],
             "problems": {before.name: list(before.problems), after.name: list(after.problems)},
             "damaged": {before.name: [d.key for d in before.damaged], after.name: [d.key for d in after.damaged]},
         })  # fmt: skip

@@ -71,7 +71,7 @@ def setup_cmd(
     remote = resolve_remote(out, cluster_file, hosts, user)
     plan = setting_up.probe(remote, options, say)
     if json_mode and not yes:
-        out.data({**plan.to_json(), "applied": False})
+        out.data(setting_up.SetupOutcome().record(plan).to_json())
         return ExitStatus.FINDING if plan.errors else ExitStatus.OK
     for line in setting_up.plan_lines(plan):
         out.message(line)
@@ -79,7 +79,7 @@ def setup_cmd(
                              smoke_env=None if no_smoke else tuple(pairs),
                              show_only=not yes and not sys.stdin.isatty())  # fmt: skip
     if json_mode:
-        out.data({**plan.to_json(), **outcome.to_json()})
+        out.data(outcome.record(plan).to_json())
     return ExitStatus.FINDING if outcome.failed else ExitStatus.OK
 
 

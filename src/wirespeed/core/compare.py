@@ -16,6 +16,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from wirespeed.core import imported
 from wirespeed.core.figures import MAX_BUS_GBPS
@@ -49,6 +50,13 @@ class Change:
     higher_is_better: bool = True
     spread_before: Spread | None = None
     spread_after: Spread | None = None
+
+    def to_json(self, worse: bool) -> dict[str, Any]:
+        """One row of `compare --json`; `worse`: past the threshold the user gave."""
+        return {"subject": self.subject, "measure": self.measure, "before": self.before, "after": self.after,
+                "change_percent": self.percent, "higher_is_better": self.higher_is_better,
+                "status_before": self.status_before, "status_after": self.status_after, "worse": worse,
+                "within_noise": self.within_noise}  # fmt: skip
 
     @property
     def within_noise(self) -> bool:

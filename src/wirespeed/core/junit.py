@@ -13,11 +13,11 @@ Pure: records in, text out.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 from xml.etree import ElementTree as ET
 
+from wirespeed.core.checks.model import CheckResult, ChecksRecord, CheckStatus, Evidence
 from wirespeed.core.results import RungResult, RungStatus
 
 PASS, FAIL, SKIP, ERROR = "pass", "fail", "skip", "error"
@@ -32,39 +32,37 @@ class Case:
     text: str = ""  # the failure's or error's text; a passing case's system-out
 
 
-def _evidence_line(e: Mapping[str, Any]) -> str:
-    where = " ".join(str(part) for part in (e.get("node"), e.get("subject")) if part)
-    value = e.get("value")
-    shown = value if isinstance(value, str) else json.dumps(value)
-    return f"{where}: {e.get('what')} = {shown}" if where else f"{e.get('what')} = {shown}"
+def _evidence_line(e: Evidence) -> str:
+    where = " ".join(str(part) for part in (e.node, e.subject) if part)
+    shown = e.value if isinstance(e.value, str) else json.dumps(e.value)
+    return f"{where}: {e.what} = {shown}" if where else f"{e.what} = {shown}"
 
 
-def _check_text(result: Mapping[str, Any]) -> str:
+def _check_text(result: CheckResult) -> str:
     """The evidence, one line each, then each fix with its commands, as `wirespeed check` prints them."""
-    lines = [_evidence_line(e) for e in result.get("evidence") or ()]
-    for fix in result.get("fixes") or ():
-        node = fix.get("node")
-        lines.append(f"fix{f' on {node}' if node else ''}: {fix.get('description')}")
-        lines += [f"  {command}" for command in fix.get("commands") or ()]
-        lines += [f"  write {path}" for path, _ in fix.get("files") or ()]
+    lines = [_evidence_line(e) for e in result.evidence]
+    for fix in result.fixes:
+        lines.append(f"fix{f' on {fix.node}' if fix.node else ''}: {fix.description}")
+        lines += [f"  {command}" for command in fix.commands]
+        lines += [f"  write {path}" for path, _ in fix.files]
     return "\n".join(lines)
 
 
-def check_cases(results: Sequence[Mapping[str, Any]], errors: Sequence[str] = ()) -> list[Case]:
-    """One case per check, from its JSON form (`CheckResult.to_json`, as checks.json keeps it), and one error
-    case per check or node that could not be read."""
+def check_cases(checks: ChecksRecord) -> list[Case]:
+    """One case per check, and one error case per check or node that could not be read."""
     cases = []
-    for r in results:
-        name, status, summary = f"{r.get('id')}: {r.get('title')}", r.get("status"), str(r.get("summary") or "")
-        if status == "fail":
+    for r in checks.results:
+        name, summary = f"{r.id}: {r.title}", r.summary
+        if r.status is CheckStatus.FAIL:
             cases.append(Case("wirespeed.check", name, FAIL, summary, _check_text(r)))
-        elif status == "skip":
+        elif r.status is CheckStatus.SKIP:
             cases.append(Case("wirespeed.check", name, SKIP, summary))
-        elif status == "warn":
+        elif r.status is CheckStatus.WARN:
             text = "\n".join(part for part in (f"warn: {summary}", _check_text(r)) if part)
             cases.append(Case("wirespeed.check", name, PASS, text=text))
         else:
             cases.append(Case("wirespeed.check", name, PASS, text=summary))
+    errors = checks.errors
     cases += [Case("wirespeed.check", f"unread {n}: {e[:80]}", ERROR, e) for n, e in enumerate(errors, start=1)]
     return cases
 
@@ -114,16 +112,14 @@ def junit_xml(suite_name: str, cases: Sequence[Case]) -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def checks_junit(results: Sequence[Mapping[str, Any]], errors: Sequence[str] = ()) -> str:
-    return junit_xml("wirespeed check", check_cases(results, errors))
+def checks_junit(checks: ChecksRecord) -> str:
+    return junit_xml("wirespeed check", check_cases(checks))
 
 
-def commission_junit(
-    checks: Mapping[str, Any] | None, rungs: Sequence[RungResult], status: str, reason: str | None
-) -> str:
+def commission_junit(checks: ChecksRecord | None, rungs: Sequence[RungResult], status: str, reason: str | None) -> str:
     """The commission as CI reads it: the checks as the run left the cluster (after the fixes where they ran), the
     rungs of the last phase measured, and an error case when the run did not complete."""
-    cases = check_cases((checks or {}).get("results") or (), (checks or {}).get("errors") or ())
+    cases = check_cases(checks or ChecksRecord(()))
     cases += rung_cases(rungs)
     if status != "complete":
         cases.append(Case("wirespeed.commission", "commission", ERROR, f"{status}: {reason or ''}".rstrip(": ")))

@@ -5,12 +5,14 @@ its JSON. Pure: the engine loads the files, `wirespeed.ui.report` renders Markdo
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from wirespeed.core.checks.model import ChecksRecord
 from wirespeed.core.discovery import Discovery
 from wirespeed.core.facts import Unknown
+from wirespeed.core.fixrecord import FixRecord
 from wirespeed.core.results import RungResult
 from wirespeed.core.run import ImportedFile, PhaseRow, Run, TakeawayRow, headline, phase_rows, takeaway
 from wirespeed.core.timeline import Timeline
@@ -28,12 +30,12 @@ class EnvironmentRow:
 @dataclass(frozen=True)
 class RunReport:
     run: Run  # every record of the run: its status, rungs, matrices, imports and the files not read
-    checks: Mapping[str, Any] | None  # what `wirespeed check --json` gives; None in runs that did not record it
+    checks: ChecksRecord | None  # checks.json (before/checks.json); None in runs that did not record it
     discovery: Discovery | None  # discovery.json, typed (the nodes that could be read)
     timeline: Timeline
     problems: tuple[str, ...] = field(default_factory=tuple)  # files that could not be read, one line each
-    checks_after: Mapping[str, Any] | None = None  # `commission`: the checks again, after the fixes
-    fix: Mapping[str, Any] | None = None  # `commission`: the fixes planned and what each node did (fix.json)
+    checks_after: ChecksRecord | None = None  # `commission`: the checks again, after the fixes
+    fix: FixRecord | None = None  # `commission`: the fixes planned and what each node did (fix.json)
 
     @property
     def name(self) -> str:
@@ -65,8 +67,7 @@ class RunReport:
         return environment(self.discovery) if self.discovery is not None else ()
 
     def headline(self) -> str:
-        counts = (self.checks or {}).get("counts")
-        return headline(self.run, counts if isinstance(counts, Mapping) else None)
+        return headline(self.run, self.checks.counts() if self.checks is not None else None)
 
     def to_json(self) -> dict[str, Any]:
         """Everything the report shows, and the series its plots are drawn from."""
@@ -84,12 +85,12 @@ class RunReport:
             "takeaway": [row.to_json() for row in self.takeaway],
             "before_after": [row.to_json() for row in self.before_after],
             "steps": [step.to_json() for step in (record.steps if record is not None else ())],
-            "fix": None if self.fix is None else dict(self.fix),
-            "checks_after": None if self.checks_after is None else dict(self.checks_after),
+            "fix": None if self.fix is None else self.fix.to_json(),
+            "checks_after": None if self.checks_after is None else self.checks_after.to_json(),
             "rungs": [r.to_json() for r in self.run.rungs],
             "matrices": [m.to_json() for m in self.run.matrices],
             "tunes": [t.to_json() for t in self.run.tunes],
-            "checks": None if self.checks is None else dict(self.checks),
+            "checks": None if self.checks is None else self.checks.to_json(),
             "discovery": None if self.discovery is None else self.discovery.to_json(),
             "environment": [{"node": e.node, "component": e.component, "version": e.version} for e in self.environment],
             "imported": [{"name": i.name, **i.data} for i in self.run.imported],

@@ -224,6 +224,34 @@ class Run:
     def in_phase(self, phase: str | None) -> tuple[RungResult, ...]:
         return tuple(r for r in self.rungs if r.phase == phase)
 
+    def summary(self) -> dict[str, Any]:
+        """Each rung and matrix in a line: its status and headline figures (what `runs --json` lists)."""
+        found: dict[str, Any] = {
+            r.key: {"status": r.status.value, "forward_gbps": r.forward_gbps, "p50_us": r.p50_us, "p99_us": r.p99_us,
+                    "ceiling": r.ceiling.name if r.ceiling else None}
+            for r in self.rungs
+        }  # fmt: skip
+        for m in self.matrices:
+            found[f"matrix-{m.layer}"] = {"status": m.status.value, "cells": len(m.cells),
+                                          "outliers": [o.text for o in m.outliers]}  # fmt: skip
+        for d in self.damaged:  # never a figure: the record holds one no measurement can have
+            found[d.key] = {"status": "damaged", "reason": d.reason}
+        return found
+
+    def to_json(self) -> dict[str, Any]:
+        """The run as `bench --json` and `commission --json` print it: how it ended, each step, every record read,
+        the takeaway, before and after (commission), and the files not read."""
+        record = self.record
+        return {
+            "name": self.name, "status": self.status.value, "state": self.state(),
+            "not_reached": list(self.not_reached), "nodes": list(self.nodes), "headline": headline(self),
+            "steps": [s.to_json() for s in (record.steps if record is not None else ())],
+            "rungs": [r.to_json() for r in self.rungs], "takeaway": [row.to_json() for row in takeaway(self.rungs)],
+            "before_after": [row.to_json() for row in phase_rows(self)] if self.in_phase("after") else [],
+            "matrices": [m.to_json() for m in self.matrices], "tunes": [t.to_json() for t in self.tunes],
+            "problems": list(self.problems),
+        }  # fmt: skip
+
 
 # ------------------------------------------------------------------------------------------------ the takeaway
 

@@ -15,7 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from wirespeed.core.decode import Fields
 from wirespeed.core.parsers import fatbin
+from wirespeed.core.results import SCHEMA_VERSION, check_version
 
 NCCL_RELEASE = "2.28.9-1"  # a release tag of NVIDIA/nccl: Blackwell (sm_120/121) kernels, ncclGetVersion 22809
 NCCL_TESTS_RELEASE = "2.19.6"  # a release tag of NVIDIA/nccl-tests (NCCL_TESTS_VERSION in src/common.h)
@@ -184,6 +186,15 @@ class SetupStep:
     def to_json(self) -> dict[str, Any]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items() if v not in ("", ())}
 
+    @staticmethod
+    def from_json(f: Fields) -> SetupStep:
+        def text(key: str) -> str:
+            return f.opt_text(key) or ""
+
+        return SetupStep(f.text("kind"), f.text("what"), f.flag("privileged", False), f.texts("packages"),
+                         text("release"), text("arch"), text("nccl_home"), text("nccl_library"), text("nccl_version"),
+                         text("key"))  # fmt: skip
+
 
 @dataclass(frozen=True)
 class NodePlan:
@@ -201,6 +212,11 @@ class NodePlan:
             "blockers": list(self.blockers),
             "tests_key": self.tests_key,
         }
+
+    @staticmethod
+    def from_json(f: Fields) -> NodePlan:
+        steps = tuple(SetupStep.from_json(s) for s in f.objects("steps"))
+        return NodePlan(f.text("node"), steps, f.texts("present"), f.texts("blockers"), f.opt_text("tests_key"))
 
 
 @dataclass(frozen=True)
@@ -355,3 +371,51 @@ def progress_line(step: str, count: int, what: str) -> str:
 def parse_progress(line: str) -> tuple[str, int, str] | None:
     match = _PROGRESS.match(line)
     return (match["step"], int(match["count"]), match["what"]) if match else None
+
+
+@dataclass(frozen=True)
+class NodeSetup:
+    """What setup did on one node: one line per step that worked, and the one that failed (with its kept log)."""
+
+    done: tuple[str, ...] = ()
+    failed: str | None = None
+
+
+@dataclass(frozen=True)
+class SetupRecord:
+    """A commission's setup step (setup.json): the plan per node, the nodes that could not be read, and, when it
+    was applied, what each node did and the smoke run's line."""
+
+    plans: dict[str, NodePlan]
+    errors: dict[str, str] = field(default_factory=dict)
+    applied: bool = False
+    nodes: dict[str, NodeSetup] = field(default_factory=dict)
+    failed: tuple[str, ...] = ()
+    smoke: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "kind": "setup",
+            "plans": {n: p.to_json() for n, p in self.plans.items()},
+            "errors": dict(self.errors),
+            "applied": self.applied,
+            "nodes": {n: {"done": list(o.done), "failed": o.failed} for n, o in self.nodes.items()},
+            "failed": list(self.failed),
+            "smoke": self.smoke,
+        }
+
+    @staticmethod
+    def from_json(data: Any, where: str) -> SetupRecord:
+        f = Fields(data, where)
+        check_version(f)
+        plans, errors, nodes = f.opt_obj("plans"), f.opt_obj("errors"), f.opt_obj("nodes")
+        return SetupRecord(
+            {n: NodePlan.from_json(plans.obj(n)) for n in plans.data} if plans else {},
+            {n: errors.text(n) for n in errors.data} if errors else {},
+            f.flag("applied", False),
+            {n: NodeSetup(nodes.obj(n).texts("done"), nodes.obj(n).opt_text("failed")) for n in nodes.data}
+            if nodes else {},
+            f.texts("failed"),
+            f.opt_text("smoke"),
+        )  # fmt: skip

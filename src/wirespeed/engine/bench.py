@@ -77,7 +77,7 @@ def start(
     # so the run's report shows what the cluster looked like when it was measured.
     from wirespeed.engine.checks import run_checks, select
 
-    run_dir.write_json("checks.json", {**run_checks(discovery, select([], [])).to_json(), "active": False})
+    run_dir.write_json("checks.json", run_checks(discovery, select([], [])).record(active=False).to_json())
     run_dir.start(
         RunRecord(
             wirespeed_version=__version__,

@@ -26,6 +26,7 @@ from wirespeed.core.discovery import Discovery
 from wirespeed.core.errors import WirespeedError
 from wirespeed.core.facts import NEEDS_ROOT
 from wirespeed.core.fixplan import Operation, plan_nodes
+from wirespeed.core.fixrecord import FixRecord
 from wirespeed.core.results import NotRunnable, RungStatus
 from wirespeed.core.run import NodeRef, RunRecord, RunStatus, Step, StepStatus
 from wirespeed.engine import checks as checking
@@ -240,7 +241,7 @@ def _run(
     set_up = ""
     if offered is not None and offered.steps and options.fix:
         outcome = setting_up.run(remote, offered, say, confirm=confirm_setup, smoke_env=None)
-        run_dir.write_json("setup.json", {**offered.to_json(), **outcome.to_json()})
+        run_dir.write_json("setup.json", outcome.record(offered).to_json())
         set_up = f"; setup: {offered.steps} step(s) {'applied' if outcome.applied else 'not applied'}"
         set_up += f", {len(outcome.failed)} failed" if outcome.failed else ""
         if outcome.applied:  # the tools changed: read the nodes again, and what can run now
@@ -259,7 +260,7 @@ def _run(
 
     started = steps.begin("checks", "every known pitfall, with the active measurements")
     checks = _checks(remote, found, say)
-    run_dir.write_json("before/checks.json", {**checks.to_json(), "active": True})
+    run_dir.write_json("before/checks.json", checks.record(active=True).to_json())
     stops = [r for r in checks.results if r.id in STOP_CHECKS and r.status is CheckStatus.FAIL]
     if stops:
         todo = [f"{r.id}: {r.summary}" for r in stops]
@@ -336,7 +337,7 @@ def _run(
     run_dir.write_json("after/discovery.json", found.to_json())
     fixing.pin_addresses(remote, found.facts, lambda line: say(f"    {line}"))
     after = _checks(remote, found, say)
-    run_dir.write_json("after/checks.json", {**after.to_json(), "active": True})
+    run_dir.write_json("after/checks.json", after.record(active=True).to_json())
     steps.end("checks after", started, StepStatus.DONE, _counts(after))
 
     started = steps.begin("bench after", "the same rungs again, on the cluster as the fixes left it")
@@ -378,10 +379,9 @@ def _write_fix(
     notes: dict[str, list[str]],
     outcomes: Sequence[fixing.NodeOutcome],
 ) -> None:
-    run_dir.write_json("fix.json", {
-        "plan": {node: [op.to_json() for op in ops] for node, ops in plan.items()}, "notes": notes,
-        "nodes": {o.node: o.to_json() for o in outcomes},
-    })  # fmt: skip
+    record = FixRecord({node: tuple(ops) for node, ops in plan.items()}, {node: tuple(lines) for node, lines in
+                       notes.items()}, {o.node: o.record() for o in outcomes})  # fmt: skip
+    run_dir.write_json("fix.json", record.to_json())
 
 
 def _skip_after(steps: _Steps) -> None:

@@ -36,7 +36,8 @@ from wirespeed.core.become import HOW
 from wirespeed.core.checks.model import CheckInput
 from wirespeed.core.errors import WirespeedError
 from wirespeed.core.facts import NodeFacts
-from wirespeed.core.fixplan import Operation, operation_from_json, plan_nodes, undo_of
+from wirespeed.core.fixplan import Operation, plan_nodes, undo_of
+from wirespeed.core.fixrecord import AppliedChange, NodeFixResult, RevertRecord
 from wirespeed.core.inventory import Node
 from wirespeed.engine import checks as checking
 from wirespeed.engine import discover, init
@@ -137,8 +138,10 @@ def new_token(node: str) -> str:
 
 @dataclass
 class NodeOutcome:
+    """One node's part of a fix while it is under way; `record()` is what is kept of it."""
+
     node: str
-    applied: list[dict[str, Any]] = field(default_factory=list)
+    applied: list[AppliedChange] = field(default_factory=list)
     error: str | None = None
     confirmed: bool | None = None  # None: nothing changed there, nothing to confirm
     rolled_back: bool = False
@@ -149,23 +152,20 @@ class NodeOutcome:
     def pending(self) -> bool:
         return self.token is not None and self.error is None
 
+    def record(self) -> NodeFixResult:
+        return NodeFixResult(self.node, tuple(self.applied), self.error, self.confirmed, self.rolled_back,
+                             self.token, self.why)  # fmt: skip
+
     def to_json(self) -> dict[str, Any]:
         """The node's part of fix.json and of `fix --json`: what it applied, its error, and how it ended."""
-        return {"applied": self.applied, "error": self.error, "confirmed": self.confirmed,
-                "rolled_back": self.rolled_back, "journal": self.token}  # fmt: skip
+        return self.record().to_json()
 
-    def changed(self) -> list[dict[str, Any]]:
-        """The journal entries that applied and replaced something (what a revert restores)."""
-        return [e for e in self.applied if e["ok"] and e["original"] != e["op"]["value"]]
+    def changed(self) -> list[AppliedChange]:
+        """The changes that applied and replaced something (what a revert restores)."""
+        return self.record().changed()
 
     def failures(self) -> list[str]:
-        """One line per thing that went wrong on this node: the node's error, each operation that failed, and a
-        rollback with its cause; each line names the node (the fix's messages, said once here)."""
-        lines = [self.error] if self.error else []
-        lines += [f"{self.node}: {e['op']['target']}: {e['error']}" for e in self.applied if not e["ok"]]
-        if self.rolled_back:
-            lines.append(f"{self.node}: {self.why or 'not reachable after the change: it restored the old values'}")
-        return lines
+        return self.record().failures()
 
 
 def _agent(remote: Remote, node: Node, *args: str, timeout_s: float = 20.0) -> tuple[dict[str, Any] | None, str]:
@@ -196,7 +196,7 @@ def _apply_on(
         return outcome
     try:
         data = json.loads(result.stdout)
-        outcome.applied = list(data["applied"])
+        outcome.applied = [AppliedChange.from_json(e, f"{node_name}: applied") for e in data["applied"]]
         outcome.token = data.get("token")
     except (ValueError, KeyError, TypeError):
         outcome.error = f"{node_name}: the agent did not answer in JSON"
@@ -354,27 +354,28 @@ def write_record(path: Path, outcomes: list[NodeOutcome], *, confirmed: bool = T
     nothing to change) leaves the earlier record as it is, so that `--revert` still undoes the fix that did change
     something; the earlier record is also kept inside the new one (one deep), for the nodes where the new fix did
     not stay."""
-    nodes = {o.node: o.changed() for o in outcomes if not o.rolled_back and not o.error}
+    nodes = {o.node: tuple(o.changed()) for o in outcomes if not o.rolled_back and not o.error}
     journals = {o.node: o.token for o in outcomes if o.token}
     try:
         earlier = _load(path) if path.exists() else None
     except WirespeedError:
         earlier = None  # not a record (any more): replaced, as before journals
     if not any(nodes.values()):
-        if earlier is not None and earlier.get("state") == "unconfirmed" and confirmed:
-            _save(path, earlier.get("previous"))  # nothing of this fix stayed: the one before it is the last again
+        if earlier is not None and earlier.state == "unconfirmed" and confirmed:
+            # nothing of this fix stayed: the one before it is the last again
+            _save(path, None if earlier.previous is None else earlier.previous.to_json())
         if path.exists():
             return
-    if earlier is not None and earlier.get("state") == "unconfirmed":
-        earlier = earlier.get("previous")  # the same fix, written before confirming
-    data = {
-        "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "state": "done" if confirmed else "unconfirmed",
-        "nodes": nodes,
-        "journals": journals,
-        "previous": None if earlier is None else {**earlier, "previous": None},
-    }
-    _save(path, data)
+    if earlier is not None and earlier.state == "unconfirmed":
+        earlier = earlier.previous  # the same fix, written before confirming
+    record = RevertRecord(
+        nodes,
+        journals,
+        "done" if confirmed else "unconfirmed",
+        time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        None if earlier is None else dataclasses.replace(earlier, previous=None),
+    )
+    _save(path, record.to_json())
 
 
 def _save(path: Path, data: dict[str, Any] | None) -> None:
@@ -386,55 +387,57 @@ def _save(path: Path, data: dict[str, Any] | None) -> None:
     files.write_atomic(files.ensure_dir(path.parent) / path.name, json.dumps(data, indent=2) + "\n")
 
 
-def _load(path: Path) -> dict[str, Any]:
+def _load(path: Path) -> RevertRecord:
     try:
         data: dict[str, Any] = files.load_json(path, MAX_RECORD_BYTES, expect=dict)
     except files.Unreadable as exc:
         if str(exc) == "no such file":
             raise WirespeedError(f"{path}: no fix to revert", hint="`wirespeed fix --yes` writes it") from None
         raise WirespeedError(f"{path}: unreadable fix record: {exc}") from None
-    return data
-
-
-def _undo(where: str, node: str, entries: object) -> list[Operation]:
     try:
-        assert isinstance(entries, list)
-        return [undo_of(operation_from_json(e["op"]).to_json(), e["original"]) for e in reversed(entries)]
-    except (AssertionError, KeyError, TypeError, ValueError) as exc:
-        raise WirespeedError(f"{where}: unreadable fix record for {node}: {exc}") from None
+        return RevertRecord.from_json(data, str(path))
+    except ValueError as exc:
+        raise WirespeedError(f"unreadable fix record: {exc}") from None
+
+
+def _undo(changes: Sequence[AppliedChange]) -> list[Operation]:
+    return [undo_of(c.op.to_json(), c.original) for c in reversed(changes)]
 
 
 def revert_plan(path: Path) -> dict[str, list[Operation]]:
     """The record's undo per node, as it stands (without asking the nodes)."""
-    plan: dict[str, list[Operation]] = {}
-    for node, entries in _load(path).get("nodes", {}).items():
-        ops = _undo(str(path), node, entries)
-        if ops:
-            plan[node] = ops
-    return plan
+    return {node: _undo(changes) for node, changes in _load(path).nodes.items() if changes}
 
 
 def _from_record(
-    record: dict[str, Any] | None, where: str, node: str, states: dict[str, str]
+    record: RevertRecord | None, where: str, node: str, states: dict[str, str]
 ) -> tuple[list[Operation], str, str | None] | str | None:
     """A node's undo as the record (or the record it kept from before) gives it: (ops, source, its journal); a
     string when the record covers the node but there is nothing to undo; None when the record does not cover it."""
     if record is None:
         return None
-    nodes, journals = record.get("nodes") or {}, record.get("journals") or {}
-    if node not in nodes and node not in journals:
+    if node not in record.nodes and node not in record.journals:
         return None
-    token = journals.get(node)
+    token = record.journals.get(node)
     state = states.get(token) if token else None
-    if token and (state == ROLLEDBACK or node not in nodes):
-        earlier = _from_record(record.get("previous"), where, node, states)
+    if token and (state == ROLLEDBACK or node not in record.nodes):
+        earlier = _from_record(record.previous, where, node, states)
         if earlier is not None:
             return earlier
         return "its last fix was rolled back" if state == ROLLEDBACK else "its last fix did not stay there"
     if state == REVERTED:
         return "its last fix was reverted already"
-    ops = _undo(where, node, nodes.get(node, []))
+    ops = _undo(record.nodes.get(node, ()))
     return (ops, f"the record {where}", token) if ops else "its last fix changed nothing"
+
+
+def _journal_changes(node: str, latest: Mapping[str, Any]) -> list[AppliedChange]:
+    """The changes a node's latest confirmed journal says it made (what it observed replacing)."""
+    try:
+        changes = [AppliedChange.from_json(e, f"{node}: journal {latest.get('token')}") for e in latest["applied"]]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise WirespeedError(f"{node}: unreadable fix journal: {exc}") from None
+    return [c for c in changes if c.original != c.op.value]
 
 
 def plan_revert(remote: Remote, record_path: Path, say: Say) -> FixPlan:
@@ -445,7 +448,7 @@ def plan_revert(remote: Remote, record_path: Path, say: Say) -> FixPlan:
     record = _load(record_path) if record_path.exists() else None
     where = str(record_path)
     nodes = list(remote.cluster.nodes)
-    for name in (record or {}).get("nodes") or {}:
+    for name in record.nodes if record is not None else ():
         remote.cluster.node(name)  # a record of another cluster: one line naming the node
     with ThreadPoolExecutor(max_workers=min(16, len(nodes)) or 1) as pool:
         answers = list(pool.map(lambda n: _agent(remote, n, "fix-journal", "--settle", timeout_s=700), nodes))
@@ -462,8 +465,7 @@ def plan_revert(remote: Remote, record_path: Path, say: Say) -> FixPlan:
             continue
         latest = (data or {}).get("latest")
         if found is None and latest and record is None:  # no record: each node's own last fix
-            entries = [e for e in latest.get("applied") or [] if e.get("original") != (e.get("op") or {}).get("value")]
-            ops = _undo(f"{node.name}: journal {latest.get('token')}", node.name, entries)
+            ops = _undo(_journal_changes(node.name, latest))
             if ops:
                 made.operations[node.name] = ops
                 made.sources[node.name] = f"its journal {latest['token']} (fix of {latest.get('created_utc')})"

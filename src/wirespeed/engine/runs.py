@@ -13,15 +13,23 @@ from __future__ import annotations
 import os
 import socket
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from wirespeed.adapters import files
+from wirespeed.core.cabling import cabling_from_json
+from wirespeed.core.checks.model import ChecksRecord
 from wirespeed.core.decode import Damaged
+from wirespeed.core.discovery import Discovery
 from wirespeed.core.errors import UsageError
+from wirespeed.core.facts import NodeFacts, facts_from_json
+from wirespeed.core.fixrecord import FixRecord, RevertRecord
 from wirespeed.core.matrix import MatrixResult, matrix_from_json
+from wirespeed.core.nesting import loads_json
 from wirespeed.core.results import RungResult
 from wirespeed.core.run import RUN_FILE, DamagedRecord, ImportedFile, Run, RunRecord, RunStatus
+from wirespeed.core.toolchain import SetupRecord
 from wirespeed.core.tune import TuneResult
 
 BASELINE = "BASELINE"  # a file in the runs folder holding the baseline run's directory name
@@ -219,14 +227,9 @@ def load_imported(path: Path) -> tuple[list[ImportedFile], list[str]]:
     problems: list[str] = []
     for file in _records_in(path / "imported", path, problems) if os.path.lexists(path / "imported") else []:
         try:
-            data = read_json(file, path)
+            found.append(_imported_record(read_json(file, path), f"imported/{file.name}"))
         except ValueError as exc:
             problems.append(str(exc))
-            continue
-        if isinstance(data, dict) and "tool" in data:
-            found.append(ImportedFile(file.name.removesuffix(".json"), data))
-        else:
-            problems.append(f"imported/{file.name}: not an import object (no `tool`)")
     return found, problems
 
 
@@ -304,3 +307,119 @@ def baseline(root: Path) -> Path:
     if not path.is_dir():
         raise UsageError(f"the baseline {name} is no longer in {root}", hint="wirespeed baseline set RUN")
     return path
+
+
+T = TypeVar("T")
+
+
+def load_optional(run: Path, name: str, read: Callable[[Any, str], T], problems: list[str]) -> T | None:
+    """A record of the run that it may not have (`checks.json`, `after/checks.json`, `fix.json`), typed by `read`
+    (a record's `from_json`): None when absent; a file that cannot be read, or is not that record, is one line in
+    `problems` naming it, and None."""
+    path = run / name
+    if not os.path.lexists(path):
+        return None
+    try:
+        return read(read_json(path, run), name)
+    except ValueError as exc:  # Unreadable, or a field not of the record's shape: its message names the file
+        problems.append(str(exc))
+    return None
+
+
+def load_discovery(run: Path, problems: list[str]) -> Discovery | None:
+    """discovery.json typed, node by node: a node that cannot be read is one line in `problems` (its samples are
+    not plotted) and the others still count; an unreadable cabling map is an empty one, said the same way."""
+    path = run / "discovery.json"
+    if not os.path.lexists(path):
+        return None
+    try:
+        raw = read_json(path, run)
+    except Unreadable as exc:
+        problems.append(str(exc))
+        return None
+    if not isinstance(raw, dict):
+        return None
+    facts: dict[str, NodeFacts] = {}
+    for name, node in (raw.get("nodes") or {}).items():
+        try:
+            facts[name] = facts_from_json(node)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            problems.append(f"discovery.json: node {name} not read ({exc}); its samples are not plotted")
+    try:
+        found = Discovery.from_json({**raw, "nodes": {}})
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        problems.append(f"discovery.json: the cabling map not read ({exc})")
+        found = Discovery(facts={}, cabling=cabling_from_json({}))
+    found.facts = facts
+    return found
+
+
+def load_samples(path: Path, problems: list[str], run: Path) -> list[Any]:
+    """A rung's samples, each line as JSON; a half-written last line (the run was killed) is counted by the
+    timeline, not fatal, and so is a line nested past the limit."""
+    try:
+        text = read_text(path, run)
+    except Unreadable as exc:
+        problems.append(str(exc))
+        return []
+    lines: list[Any] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            lines.append(loads_json(line, expect=None))
+        except ValueError:
+            lines.append(None)  # build_timeline counts it as unreadable
+    return lines
+
+
+def _discovery_record(data: Any, where: str) -> Discovery:
+    try:
+        return Discovery.from_json(data)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"{where}: not a discovery ({exc})") from None
+
+
+def _imported_record(data: Any, where: str) -> ImportedFile:
+    if not isinstance(data, dict) or "tool" not in data:
+        raise ValueError(f"{where}: not an import object (no `tool`)")
+    return ImportedFile(Path(where).name.removesuffix(".json"), data)
+
+
+# Every file a run keeps beside its rung, matrix and tune records, by name, with the record that reads it.
+RECORD_FILES: dict[str, Callable[[Any, str], object]] = {
+    RUN_FILE: RunRecord.from_json,
+    "discovery.json": _discovery_record,
+    "checks.json": ChecksRecord.from_json,
+    "fix.json": FixRecord.from_json,
+    "fix-record.json": RevertRecord.from_json,
+    "setup.json": SetupRecord.from_json,
+}
+
+
+def record_files(run: Path) -> list[Path]:
+    """Every record file of a run: the JSON files at its top, in its phase folders and in imported/ (not the tools'
+    raw outputs, which sit in a folder per rung)."""
+    folders = [run, run / "imported", *(p for p in (run / "before", run / "after") if p.is_dir())]
+    return sorted(p for folder in folders if folder.is_dir() for p in folder.glob("*.json"))
+
+
+def read_record(run: Path, path: Path) -> object:
+    """One record file of a run, typed: by its name (run.json, discovery.json, checks.json, fix.json, ...), as an
+    import (imported/), or by the kind it says it is (a rung, a matrix, a tune). `ValueError` names the file and
+    what is wrong; `Damaged` a figure no measurement can have."""
+    where = str(path.relative_to(run))
+    data = read_json(path, run)
+    if path.parent.name == "imported":
+        return _imported_record(data, where)
+    reader = RECORD_FILES.get(path.name)
+    if reader is not None:
+        return reader(data, where)
+    kind = _kind(data, path.name)
+    if kind == "rung":
+        return RungResult.from_json(data, where)
+    if kind == "matrix":
+        return matrix_from_json(data, where)
+    if kind == "tune":
+        return TuneResult.from_json(data, where)
+    raise ValueError(f"{where}: not a record of a run")

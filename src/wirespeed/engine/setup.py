@@ -37,9 +37,6 @@ class SetupPlan:
     def steps(self) -> int:
         return sum(len(p.steps) for p in self.plans.values())
 
-    def to_json(self) -> dict[str, object]:
-        return {"plans": {n: p.to_json() for n, p in self.plans.items()}, "errors": self.errors}
-
 
 @dataclass
 class NodeOutcome:
@@ -250,13 +247,10 @@ class SetupOutcome:
     failed: list[str] = field(default_factory=list)  # one line each: node, step, why
     smoke: str | None = None
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "applied": self.applied,
-            "nodes": {o.node: {"done": o.done, "failed": o.failed} for o in self.outcomes},
-            "failed": self.failed,
-            "smoke": self.smoke,
-        }
+    def record(self, plan: SetupPlan) -> tc.SetupRecord:
+        """What is kept of the plan and of what came of it (setup.json)."""
+        nodes = {o.node: tc.NodeSetup(tuple(o.done), o.failed) for o in self.outcomes}
+        return tc.SetupRecord(dict(plan.plans), dict(plan.errors), self.applied, nodes, tuple(self.failed), self.smoke)
 
 
 def run(

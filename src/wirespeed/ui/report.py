@@ -12,6 +12,7 @@ from html import escape
 from typing import Any
 
 from wirespeed import __version__
+from wirespeed.core.checks.model import ChecksRecord, Evidence
 from wirespeed.core.discovery import Discovery
 from wirespeed.core.imported import summary
 from wirespeed.core.matrix import MatrixResult, relayed_lines
@@ -134,20 +135,14 @@ def _seconds(value: float | None) -> str:
 
 def _fix_rows(report: RunReport) -> list[list[str]]:
     """Each change a fix made, per node, and whether it took (rolled back, failed, or done)."""
-    fix = report.fix or {}
     rows: list[list[str]] = []
-    nodes = fix.get("nodes")
-    for node, outcome in sorted(nodes.items()) if isinstance(nodes, Mapping) else ():
-        applied = outcome.get("applied") if isinstance(outcome, Mapping) else None
-        for entry in applied if isinstance(applied, list) else []:
-            op = entry.get("op") if isinstance(entry, Mapping) else None
-            if not isinstance(op, Mapping):
-                continue
-            done = "rolled back" if outcome.get("rolled_back") else ("yes" if entry.get("ok") else entry.get("error"))
-            rows.append([node, f"{op.get('kind')} {op.get('target')}", str(op.get("value") or "-")[:60],
-                         str(op.get("reason") or ""), str(done)])  # fmt: skip
-        if isinstance(outcome, Mapping) and outcome.get("error"):
-            rows.append([node, "-", "-", "-", str(outcome["error"])])
+    for node, outcome in sorted(report.fix.nodes.items()) if report.fix is not None else ():
+        for change in outcome.applied:
+            op = change.op
+            done = "rolled back" if outcome.rolled_back else ("yes" if change.ok else str(change.error))
+            rows.append([node, f"{op.kind} {op.target}", (op.value or "-")[:60], op.reason, done])
+        if outcome.error:
+            rows.append([node, "-", "-", "-", outcome.error])
     return rows
 
 
@@ -160,15 +155,9 @@ def _state_line(report: RunReport) -> str | None:
     return f"This run is {run.state()}{missing}. The rungs it wrote are below."
 
 
-def _check_rows(checks: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
-    results = (checks or {}).get("results")
-    return [r for r in results if isinstance(r, Mapping)] if isinstance(results, list) else []
-
-
-def _evidence_line(item: Mapping[str, Any]) -> str:
-    value = item.get("value")
-    shown = json.dumps(value) if not isinstance(value, str) else value
-    return f"{item.get('node')} {item.get('subject')}: {item.get('what')} = {shown}"
+def _evidence_line(item: Evidence) -> str:
+    shown = json.dumps(item.value) if not isinstance(item.value, str) else item.value
+    return f"{item.node} {item.subject}: {item.what} = {shown}"
 
 
 def _discovery(report: RunReport) -> Discovery | None:
@@ -356,16 +345,15 @@ def markdown(report: RunReport) -> str:
     if report.checks is None:
         out += ["This run did not record the checks; `wirespeed check` shows them now.", ""]
     elif report.checks_after is not None:
-        after = {r.get("id"): r for r in _check_rows(report.checks_after)}
+        after = {r.id: r for r in report.checks_after.results}
         out += _md_table(
             ("check", "before the fixes", "after", "summary (after)"),
-            [[r.get("id"), r.get("status"), after.get(r.get("id"), {}).get("status", "-"),
-              after.get(r.get("id"), r).get("summary")] for r in _check_rows(report.checks)],
+            [[r.id, r.status.value, after[r.id].status.value if r.id in after else "-",
+              after.get(r.id, r).summary] for r in report.checks.results],
         )  # fmt: skip
     else:
         out += _md_table(
-            ("check", "status", "summary"),
-            [[r.get("id"), r.get("status"), r.get("summary")] for r in _check_rows(report.checks)],
+            ("check", "status", "summary"), [[r.id, r.status.value, r.summary] for r in report.checks.results]
         )
     out += ["## Discovery and cabling", ""]
     discovery = _discovery(report)
@@ -467,32 +455,26 @@ def _rung_html(rung: RungResult) -> str:
     return "".join(parts)
 
 
-def _checks_html(checks: Mapping[str, Any] | None) -> str:
+def _checks_html(checks: ChecksRecord | None) -> str:
     if checks is None:
         return "<p>This run did not record the checks; <code>wirespeed check</code> shows them now.</p>"
     rows = []
     intro = ""
-    if checks.get("active") is False:
+    if checks.active is False:
         intro = (
             "<p class=note>As discovery saw the cluster when the run started (the passive checks; "
             "<code>wirespeed check</code> also pings and tries ssh).</p>"
         )
-    for r in _check_rows(checks):
-        status = str(r.get("status"))
-        evidence = "".join(
-            f"<li>{_h(_evidence_line(e))}</li>" for e in r.get("evidence") or [] if isinstance(e, Mapping)
-        )
-        fixes = "".join(
-            f"<li>{_h(f.get('node'))}: {_h(f.get('description'))}</li>"
-            for f in r.get("fixes") or []
-            if isinstance(f, Mapping)
-        )
+    for r in checks.results:
+        status = r.status.value
+        evidence = "".join(f"<li>{_h(_evidence_line(e))}</li>" for e in r.evidence)
+        fixes = "".join(f"<li>{_h(f.node)}: {_h(f.description)}</li>" for f in r.fixes)
         detail = ""
         if evidence or fixes:
             fix_list = f"<p>fix:</p><ul>{fixes}</ul>" if fixes else ""
             detail = f"<details><summary>evidence</summary><ul>{evidence}</ul>{fix_list}</details>"
-        cells = f"<td><code>{_h(r.get('id'))}</code></td><td>{_badge(status, status)}</td>"
-        rows.append(f"<tr>{cells}<td>{_h(r.get('summary'))}{detail}</td></tr>")
+        cells = f"<td><code>{_h(r.id)}</code></td><td>{_badge(status, status)}</td>"
+        rows.append(f"<tr>{cells}<td>{_h(r.summary)}{detail}</td></tr>")
     head = "<tr><th>check</th><th>status</th><th>summary</th></tr>"
     return f"{intro}<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
 

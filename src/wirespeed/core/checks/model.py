@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from wirespeed.core.cabling import CablingMap
+from wirespeed.core.decode import Fields
 from wirespeed.core.discovery import Discovery
 from wirespeed.core.errors import ExitStatus
 from wirespeed.core.facts import NodeFacts, to_jsonable
+from wirespeed.core.results import SCHEMA_VERSION, check_version, choice
 from wirespeed.core.routeros import SwitchConfig
 from wirespeed.core.switchstate import SwitchState
 
@@ -32,7 +34,11 @@ class Evidence:
     node: str | None
     subject: str | None  # interface, device, sysctl, tool, ...
     what: str
-    value: Any
+    value: Any  # any JSON value, as the check saw it
+
+    @staticmethod
+    def from_json(f: Fields) -> Evidence:
+        return Evidence(f.opt_text("node"), f.opt_text("subject"), f.text("what"), f.raw("value"))
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,15 @@ class Fix:
     description: str
     commands: tuple[str, ...] = ()  # shell lines for a person to run, shown, never executed by check
     files: tuple[tuple[str, str], ...] = ()  # (path, content) for a file change
+
+    @staticmethod
+    def from_json(f: Fields) -> Fix:
+        pairs = f.raw("files") or []
+        if not isinstance(pairs, list) or not all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in pairs
+        ):
+            raise ValueError(f"{f.where}: files: expected a list of [path, content]")
+        return Fix(f.opt_text("node"), f.text("description"), f.texts("commands"), tuple((a, b) for a, b in pairs))
 
 
 @dataclass(frozen=True)
@@ -56,6 +71,61 @@ class CheckResult:
 
     def to_json(self) -> dict[str, Any]:
         return to_jsonable(self)  # type: ignore[no-any-return]
+
+    @staticmethod
+    def from_json(f: Fields) -> CheckResult:
+        return CheckResult(
+            f.text("id"),
+            f.text("title"),
+            choice(f, "status", CheckStatus),
+            f.text("summary"),
+            tuple(Evidence.from_json(e) for e in f.objects("evidence")),
+            tuple(Fix.from_json(x) for x in f.objects("fixes")),
+        )
+
+
+def _exit_status(results: Sequence[CheckResult], errors: Sequence[str]) -> ExitStatus:
+    """Unread wins over a failure: with a node or check missing, the other results may be artefacts of it."""
+    if errors:
+        return ExitStatus.NOT_MEASURED
+    return ExitStatus.FINDING if any(r.status is CheckStatus.FAIL for r in results) else ExitStatus.OK
+
+
+@dataclass(frozen=True)
+class ChecksRecord:
+    """One pass of the checks as a run keeps it (checks.json) and `check --json` prints it: every result, the
+    checks or nodes that could not be read, and whether the active checks (pings, ssh) ran; None: a file from
+    before it said."""
+
+    results: tuple[CheckResult, ...]
+    errors: tuple[str, ...] = ()
+    active: bool | None = None
+
+    @property
+    def exit_status(self) -> ExitStatus:
+        return _exit_status(self.results, self.errors)
+
+    def counts(self) -> dict[str, int]:
+        return {status.value: sum(r.status is status for r in self.results) for status in CheckStatus}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "kind": "checks",
+            "results": [r.to_json() for r in self.results],
+            "counts": self.counts(),
+            "errors": list(self.errors),
+            "exit_status": int(self.exit_status),
+            "active": self.active,
+        }
+
+    @staticmethod
+    def from_json(data: Any, where: str) -> ChecksRecord:
+        """Read back what `to_json` wrote (and the unversioned files before it); `ValueError` names the field."""
+        f = Fields(data, where)
+        check_version(f)
+        results = tuple(CheckResult.from_json(r) for r in f.objects("results"))
+        return ChecksRecord(results, f.texts("errors"), f.opt_flag("active"))
 
 
 @dataclass(frozen=True)
@@ -143,16 +213,11 @@ class CheckRun:
 
     @property
     def exit_status(self) -> ExitStatus:
-        """Unread wins over a failure: with a node or check missing, the other results may be artefacts of it."""
-        if self.errors:
-            return ExitStatus.NOT_MEASURED
-        return ExitStatus.FINDING if any(r.status is CheckStatus.FAIL for r in self.results) else ExitStatus.OK
+        return _exit_status(self.results, self.errors)
+
+    def record(self, active: bool | None = None) -> ChecksRecord:
+        """What is kept of this pass: the results, not the discovery they were made from (discovery.json has it)."""
+        return ChecksRecord(tuple(self.results), tuple(self.errors), active)
 
     def to_json(self) -> dict[str, Any]:
-        counts = {status.value: sum(r.status is status for r in self.results) for status in CheckStatus}
-        return {
-            "results": [r.to_json() for r in self.results],
-            "counts": counts,
-            "errors": self.errors,
-            "exit_status": self.exit_status,
-        }
+        return self.record().to_json()
