@@ -91,3 +91,37 @@ def test_a_report_that_cannot_be_written_fails_the_run_in_one_line(
     assert "\n" not in raised.value.message and "No space left on device" in raised.value.message
     status, kept = recorded(run_dir)
     assert status == "failed" and kept[-1][:2] == ("report", "failed")
+
+
+def test_a_step_added_to_the_list_is_numbered_run_and_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commission is its list of steps: one added there (here, in place of the eight) runs in turn, is said as
+    [n/total] and recorded; an `after_fix` step is recorded skipped when nothing changed; a Stop ends the run
+    `failed` with the stopping step's own line."""
+    import contextlib
+
+    from wirespeed.engine import commission as engine
+
+    ran: list[str] = []
+
+    def step(name: str, after_fix: bool = False, stop: bool = False) -> engine.CommissionStep:
+        def run(state: object) -> tuple[StepStatus, str]:
+            ran.append(name)
+            if stop:
+                raise Stop("the long reason", ["do this by hand"], detail="short")
+            return StepStatus.DONE, f"{name} done"
+
+        return engine.CommissionStep(name, lambda s: f"doing {name}", run, after_fix=after_fix)
+
+    class Remote:
+        owned = staticmethod(contextlib.nullcontext)
+
+    monkeypatch.setattr(engine, "COMMISSION_STEPS", (step("a"), step("b", after_fix=True), step("c", stop=True)))
+    run_dir, _, _ = started(tmp_path)
+    said: list[str] = []
+    done = engine.commission(Remote(), engine.CommissionOptions(), run_dir, say=said.append,  # type: ignore[arg-type]
+                             confirm=lambda plan, notes: False)  # fmt: skip
+    assert ran == ["a", "c"]
+    status, kept = recorded(run_dir)
+    assert kept == [("a", "done", "a done"), ("b", "skipped", "nothing was changed"), ("c", "stopped", "short")]
+    assert status == "failed" and done.stopped == ["do this by hand"] and done.reason == "stopped: the long reason"
+    assert said[:2] == ["[1/4] a: doing a", "[1/4] a: done: a done"]

@@ -41,7 +41,6 @@ from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory, ending, utc_now
 from wirespeed.engine.rungs.base import BenchOptions, Rung, RungContext, preflight
 
-STEPS = ("discover", "preflight", "checks", "bench before", "fix", "checks after", "bench after", "report")
 STOP_CHECKS = ("ssh.mesh",)  # no fix mends these, and no figure is true without them
 PHASES = ("before", "after")
 
@@ -70,10 +69,11 @@ class Commission:
 class Stop(Exception):
     """A step found what makes the rest meaningless: the run ends `failed` with this reason and these lines."""
 
-    def __init__(self, reason: str, todo: Sequence[str] = ()) -> None:
+    def __init__(self, reason: str, todo: Sequence[str] = (), detail: str = "") -> None:
         super().__init__(reason)
         self.reason = reason
         self.todo = list(todo)
+        self.detail = detail  # the stopped step's own line, where it says less than the reason
 
 
 Confirm = Callable[[dict[str, list[Operation]], dict[str, list[str]]], bool]
@@ -103,6 +103,11 @@ def start(remote: Remote, options: CommissionOptions, root: Path, command: Seque
     return run_dir
 
 
+def _total() -> int:
+    """The steps a commission takes: its own, then the report."""
+    return len(COMMISSION_STEPS) + 1
+
+
 class _Steps:
     """Numbers the steps as they start (`[3/7] checks`), times them, and records each in the run as it ends."""
 
@@ -115,13 +120,13 @@ class _Steps:
         started = time.monotonic()
         self.open = (name, started)  # before it is said: a signal that follows the line finds the step open
         if doing:
-            self.say(f"[{self.number}/{len(STEPS)}] {name}: {doing}")
+            self.say(f"[{self.number}/{_total()}] {name}: {doing}")
         return started
 
     def end(self, name: str, started: float, status: StepStatus, detail: str) -> None:
         self.open = None
         self.run_dir.step(Step(name, status, detail, time.monotonic() - started))
-        self.say(f"[{self.number}/{len(STEPS)}] {name}: {status.value}{': ' + detail if detail else ''}")
+        self.say(f"[{self.number}/{_total()}] {name}: {status.value}{': ' + detail if detail else ''}")
 
     def cut(self, exc: BaseException, detail: str = "") -> None:
         """The step that was running when `exc` ended the run joins the record as cut: interrupted by a signal,
@@ -198,9 +203,11 @@ def commission(
     with what to do by hand, and whatever else goes wrong ends it `failed` and goes on up."""
     steps = _Steps(run_dir, say)
     done = Commission(run_dir, steps=steps)
+    state = _State(remote, options, run_dir, steps, done, say, confirm, confirm_setup, live)
     with remote.owned(), ending(run_dir) as end:
         try:
-            _run(remote, options, run_dir, steps, done, say, (confirm, confirm_setup), live)
+            for step in COMMISSION_STEPS:
+                _take(step, state)
         except Stop as stop:
             steps.cut(stop)
             end.status, end.reason, done.stopped = RunStatus.FAILED, f"stopped: {stop.reason}", stop.todo
@@ -211,96 +218,140 @@ def commission(
     return done
 
 
-def _run(
-    remote: Remote,
-    options: CommissionOptions,
-    run_dir: RunDirectory,
-    steps: _Steps,
-    done: Commission,
-    say: Callable[[str], None],
-    asks: tuple[Confirm, ConfirmSetup],
-    live: LivePhase,
-) -> None:
-    confirm, confirm_setup = asks
-    started = steps.begin("discover", f"{len(remote.cluster.nodes)} node(s): facts, cabling probe")
-    try:
-        found = _discover(remote, say)
-    except Stop as stop:
-        steps.end("discover", started, StepStatus.STOPPED, stop.reason)
-        raise
-    run_dir.write_json("discovery.json", found.to_json())
-    steps.end("discover", started, StepStatus.DONE, f"{len(found.facts)} node(s), {len(found.cabling.links)} link(s)")
+@dataclass
+class _State:
+    """What the steps hand on to each other: the run's means (the nodes, the options, the run directory, how to
+    ask and say) and what each step found (the discovery, the rungs that can run, the checks)."""
 
-    started = steps.begin("preflight", "which rungs can run, and the tools each needs on every node")
-    chosen = rungs.select(options.what, options.bench.collectives)
-    ctx = RungContext(remote, found, options.bench, run_dir.phase_dir("before"), tick=say)
-    runnable, skipped = preflight(ctx, chosen)
-    for name, why in skipped:
-        say(f"    {name} will not run: {why.reason} (fix: {why.fix})")
+    remote: Remote
+    options: CommissionOptions
+    run_dir: RunDirectory
+    steps: _Steps
+    done: Commission
+    say: Callable[[str], None]
+    confirm: Confirm
+    confirm_setup: ConfirmSetup
+    live: LivePhase
+    found: Discovery | None = None
+    ctx: RungContext | None = None
+    chosen: list[Rung] = field(default_factory=list)
+    runnable: list[Rung] = field(default_factory=list)
+    skipped: list[tuple[str, NotRunnable]] = field(default_factory=list)
+    checks: CheckRun | None = None
+    changed: bool = False  # the fix changed the nodes: the steps after it run
+
+
+Outcome = tuple[StepStatus, str]  # how a step ended, and its one line
+
+
+@dataclass(frozen=True)
+class CommissionStep:
+    """One step of the commission: its name in the record, what it says as it starts, and what it does. A step
+    with `after_fix` runs only when the fix changed the nodes (else it is recorded skipped: nothing changed)."""
+
+    name: str
+    doing: Callable[[_State], str]
+    run: Callable[[_State], Outcome]
+    after_fix: bool = False
+
+
+def _take(step: CommissionStep, state: _State) -> None:
+    """One step, recorded as it ends; a `Stop` records it stopped (with the step's own line where it has one)."""
+    if step.after_fix and not state.changed:
+        started = state.steps.begin(step.name, "")
+        state.steps.end(step.name, started, StepStatus.SKIPPED, "nothing was changed")
+        return
+    started = state.steps.begin(step.name, step.doing(state))
+    try:
+        status, detail = step.run(state)
+    except Stop as stop:
+        state.steps.end(step.name, started, StepStatus.STOPPED, stop.detail or stop.reason)
+        raise
+    state.steps.end(step.name, started, status, detail)
+
+
+def _discover_step(state: _State) -> Outcome:
+    state.found = found = _discover(state.remote, state.say)
+    state.run_dir.write_json("discovery.json", found.to_json())
+    return StepStatus.DONE, f"{len(found.facts)} node(s), {len(found.cabling.links)} link(s)"
+
+
+def _preflight_step(state: _State) -> Outcome:
+    """Which rungs can run, and setup's offer of what is missing (applied with the fix's consent)."""
+    remote, options, say, found = state.remote, state.options, state.say, state.found
+    assert found is not None
+    state.chosen = rungs.select(options.what, options.bench.collectives)
+    state.ctx = RungContext(remote, found, options.bench, state.run_dir.phase_dir("before"), tick=say)
+    _preflight(state)
     offered = setting_up.offer(remote, options.what, say)
     set_up = ""
     if offered is not None and offered.steps and options.fix:
-        outcome = setting_up.run(remote, offered, say, confirm=confirm_setup, smoke_env=None)
-        run_dir.write_json("setup.json", outcome.record(offered).to_json())
+        outcome = setting_up.run(remote, offered, say, confirm=state.confirm_setup, smoke_env=None)
+        state.run_dir.write_json("setup.json", outcome.record(offered).to_json())
         set_up = f"; setup: {offered.steps} step(s) {'applied' if outcome.applied else 'not applied'}"
         set_up += f", {len(outcome.failed)} failed" if outcome.failed else ""
         if outcome.applied:  # the tools changed: read the nodes again, and what can run now
-            found = _discover(remote, say)
-            run_dir.write_json("discovery.json", found.to_json())
-            ctx = replace(ctx, discovery=found)
-            runnable, skipped = preflight(ctx, chosen)
-            for name, why in skipped:
-                say(f"    {name} will not run: {why.reason} (fix: {why.fix})")
-    if not runnable:
-        steps.end("preflight", started, StepStatus.STOPPED, "no rung can run here" + set_up)
-        raise Stop("no rung can run here", [f"{name}: {why.reason} (fix: {why.fix})" for name, why in skipped])
-    names = ", ".join(r.name for r in runnable)
-    steps.end("preflight", started, StepStatus.DONE,
-              f"{len(runnable)} of {len(chosen)} rung(s) will run: {names}{set_up}")  # fmt: skip
+            state.found = _discover(remote, say)
+            state.run_dir.write_json("discovery.json", state.found.to_json())
+            state.ctx = replace(state.ctx, discovery=state.found)
+            _preflight(state)
+    if not state.runnable:
+        raise Stop("no rung can run here", [f"{name}: {why.reason} (fix: {why.fix})" for name, why in state.skipped],
+                   detail="no rung can run here" + set_up)  # fmt: skip
+    names = ", ".join(r.name for r in state.runnable)
+    return StepStatus.DONE, f"{len(state.runnable)} of {len(state.chosen)} rung(s) will run: {names}{set_up}"
 
-    started = steps.begin("checks", "every known pitfall, with the active measurements")
-    checks = _checks(remote, found, say)
-    run_dir.write_json("before/checks.json", checks.record(active=True).to_json())
+
+def _preflight(state: _State) -> None:
+    assert state.ctx is not None
+    runnable, skipped = preflight(state.ctx, state.chosen)
+    state.runnable, state.skipped = list(runnable), list(skipped)
+    for name, why in state.skipped:
+        state.say(f"    {name} will not run: {why.reason} (fix: {why.fix})")
+
+
+def _checks_step(state: _State) -> Outcome:
+    assert state.found is not None
+    state.checks = checks = _checks(state.remote, state.found, state.say)
+    state.run_dir.write_json("before/checks.json", checks.record(active=True).to_json())
     stops = [r for r in checks.results if r.id in STOP_CHECKS and r.status is CheckStatus.FAIL]
     if stops:
         todo = [f"{r.id}: {r.summary}" for r in stops]
         todo += [f"  {f.node}: {f.description}" for r in stops for f in r.fixes]
         if any(r.id == "ssh.mesh" for r in stops):
             todo.append("`wirespeed init` on one node sets up ssh between all of them (it asks first)")
-        steps.end("checks", started, StepStatus.STOPPED, "; ".join(f"{r.id} fails" for r in stops))
         raise Stop(f"{', '.join(r.id for r in stops)} fails: no fix mends it, and nothing can be measured without it",
-                   todo)  # fmt: skip
-    steps.end("checks", started, StepStatus.DONE, _counts(checks))
+                   todo, detail="; ".join(f"{r.id} fails" for r in stops))  # fmt: skip
+    return StepStatus.DONE, _counts(checks)
 
-    started = steps.begin("bench before", f"{len(runnable)} rung(s) as the cluster is now")
-    ctx.defaults = defaults_from_checks(checks)
-    steps.end("bench before", started, StepStatus.DONE, _measure(ctx, runnable, skipped, say, live, "bench before"))
 
-    started = steps.begin("fix", "what the checks found, planned per node")
+def _bench_before_step(state: _State) -> Outcome:
+    assert state.ctx is not None and state.checks is not None
+    state.ctx.defaults = defaults_from_checks(state.checks)
+    return StepStatus.DONE, _measure(state.ctx, state.runnable, state.skipped, state.say, state.live, "bench before")
+
+
+def _fix_step(state: _State) -> Outcome:
+    """The checks' findings as changes per node, asked first, applied with the rollback timer; fix.json and the
+    revert record are on disk before any node is confirmed."""
+    found, checks, run_dir, say, done = state.found, state.checks, state.run_dir, state.say, state.done
+    assert found is not None and checks is not None
     nodes = plan_nodes(CheckInput(found.facts, found.cabling), checks.results)
     plan = {node: p.operations for node, p in nodes.items() if p.operations}
     notes = {node: p.notes for node, p in nodes.items() if p.notes}
-    if not options.fix:
-        steps.end("fix", started, StepStatus.SKIPPED, "--no-fix: measured as the cluster is, nothing changed")
-        _skip_after(steps)
-        return
+    if not state.options.fix:
+        return StepStatus.SKIPPED, "--no-fix: measured as the cluster is, nothing changed"
     if not plan:
-        steps.end("fix", started, StepStatus.SKIPPED, "nothing to change: the checks found nothing fix can mend")
-        _skip_after(steps)
-        return
+        return StepStatus.SKIPPED, "nothing to change: the checks found nothing fix can mend"
     unprivileged = tuple(n for n, f in found.facts.items() if f.privileged is False)
     refused = fixing.needs_root(plan, unprivileged)
     if refused:
         for line in refused:
             say(f"    {line}")
         done.fix_failed = True
-        steps.end("fix", started, StepStatus.FAILED, f"nothing applied: {len(refused)} node(s) need root ({HOW})")
-        _skip_after(steps)
-        return
-    if not confirm(plan, notes):
-        steps.end("fix", started, StepStatus.SKIPPED, "not applied (answered no): nothing changed")
-        _skip_after(steps)
-        return
+        return StepStatus.FAILED, f"nothing applied: {len(refused)} node(s) need root ({HOW})"
+    if not state.confirm(plan, notes):
+        return StepStatus.SKIPPED, "not applied (answered no): nothing changed"
     record = run_dir.path / "fix-record.json"
     _write_fix(run_dir, plan, notes, [])  # the plan is kept before any node changes
     applied: list[fixing.NodeOutcome] = []
@@ -313,13 +364,14 @@ def _run(
 
     try:
         with ticking(say, still("applying the changes, then confirming every node still answers")):
-            outcomes = fixing.apply_plan(remote, plan, rollback_s=options.rollback_s, on_applied=before_confirming)
+            outcomes = fixing.apply_plan(state.remote, plan, rollback_s=state.options.rollback_s,
+                                         on_applied=before_confirming)  # fmt: skip
     except BaseException as exc:  # the confirmations under way have ended: keep what the nodes were left with
         if applied:
             fixing.write_record(record, applied, confirmed=any(o.confirmed for o in applied))
             _write_fix(run_dir, plan, notes, applied)
         kept = sum(1 for o in applied if o.confirmed)
-        steps.cut(exc, f"{kept} node(s) confirmed their changes before it ended; fix-record.json has them")
+        state.steps.cut(exc, f"{kept} node(s) confirmed their changes before it ended; fix-record.json has them")
         raise
     fixing.write_record(record, outcomes)
     _write_fix(run_dir, plan, notes, outcomes)
@@ -328,22 +380,42 @@ def _run(
         say(f"    {line}")
     changed = sum(len(ops) for ops in plan.values())
     done.fixed, done.fix_failed = True, bool(failures)
-    undo = f"`wirespeed fix --revert --record {run_dir.path / 'fix-record.json'}` undoes them"
+    state.changed = True
+    undo = f"`wirespeed fix --revert --record {record}` undoes them"
     detail = f"{changed} change(s) on {len(plan)} node(s), {len(failures)} failed; {undo}"
-    steps.end("fix", started, StepStatus.FAILED if failures else StepStatus.DONE, detail)
+    return (StepStatus.FAILED if failures else StepStatus.DONE), detail
 
-    started = steps.begin("checks after", "discovery and the checks again, as the fixes left the cluster")
-    found = _discover(remote, say)
-    run_dir.write_json("after/discovery.json", found.to_json())
-    fixing.pin_addresses(remote, found.facts, lambda line: say(f"    {line}"))
-    after = _checks(remote, found, say)
-    run_dir.write_json("after/checks.json", after.record(active=True).to_json())
-    steps.end("checks after", started, StepStatus.DONE, _counts(after))
 
-    started = steps.begin("bench after", "the same rungs again, on the cluster as the fixes left it")
-    again = replace(ctx, discovery=found, run_dir=run_dir.phase_dir("after"), defaults=defaults_from_checks(after))
-    measured = _measure(again, *preflight(again, chosen), say, live, "bench after")
-    steps.end("bench after", started, StepStatus.DONE, measured)
+def _checks_after_step(state: _State) -> Outcome:
+    state.found = found = _discover(state.remote, state.say)
+    state.run_dir.write_json("after/discovery.json", found.to_json())
+    fixing.pin_addresses(state.remote, found.facts, lambda line: state.say(f"    {line}"))
+    state.checks = after = _checks(state.remote, found, state.say)
+    state.run_dir.write_json("after/checks.json", after.record(active=True).to_json())
+    return StepStatus.DONE, _counts(after)
+
+
+def _bench_after_step(state: _State) -> Outcome:
+    assert state.ctx is not None and state.checks is not None and state.found is not None
+    again = replace(state.ctx, discovery=state.found, run_dir=state.run_dir.phase_dir("after"),
+                    defaults=defaults_from_checks(state.checks))  # fmt: skip
+    return StepStatus.DONE, _measure(again, *preflight(again, state.chosen), state.say, state.live, "bench after")
+
+
+# The commission, in order; the report (`write_report`) is the command's to write, last. A step is added here.
+COMMISSION_STEPS = (
+    CommissionStep("discover", lambda s: f"{len(s.remote.cluster.nodes)} node(s): facts, cabling probe",
+                   _discover_step),
+    CommissionStep("preflight", lambda s: "which rungs can run, and the tools each needs on every node",
+                   _preflight_step),
+    CommissionStep("checks", lambda s: "every known pitfall, with the active measurements", _checks_step),
+    CommissionStep("bench before", lambda s: f"{len(s.runnable)} rung(s) as the cluster is now", _bench_before_step),
+    CommissionStep("fix", lambda s: "what the checks found, planned per node", _fix_step),
+    CommissionStep("checks after", lambda s: "discovery and the checks again, as the fixes left the cluster",
+                   _checks_after_step, after_fix=True),
+    CommissionStep("bench after", lambda s: "the same rungs again, on the cluster as the fixes left it",
+                   _bench_after_step, after_fix=True),
+)  # fmt: skip
 
 
 REPORT = "report.html"
@@ -382,9 +454,3 @@ def _write_fix(
     record = FixRecord({node: tuple(ops) for node, ops in plan.items()}, {node: tuple(lines) for node, lines in
                        notes.items()}, {o.node: o.record() for o in outcomes})  # fmt: skip
     run_dir.write_json("fix.json", record.to_json())
-
-
-def _skip_after(steps: _Steps) -> None:
-    for name in ("checks after", "bench after"):
-        started = steps.begin(name, "")
-        steps.end(name, started, StepStatus.SKIPPED, "nothing was changed")
