@@ -81,3 +81,75 @@ def test_commission_junit_names_each_rung_and_a_run_that_did_not_complete() -> N
 
 def tmp_report(text: str) -> junitparser.JUnitXml:
     return junitparser.JUnitXml.fromstring(text.split("\n", 1)[1])  # the declaration is for files
+
+
+# What junit-10.xsd (Jenkins' xunit plugin, the schema JUnit readers share) allows, element by element: the
+# attributes it may have, those it must have, and the elements it may hold.
+SUITE_ATTRIBUTES = {"name", "tests", "failures", "errors", "group", "time", "skipped", "timestamp", "hostname", "id",
+                    "package", "file", "log", "url"}  # fmt: skip
+CASE_CHILDREN = {"skipped", "error", "failure", "rerunFailure", "rerunError", "flakyFailure", "flakyError",
+                 "system-out", "system-err"}  # fmt: skip
+SCHEMA: dict[str, tuple[set[str], set[str], set[str]]] = {
+    "testsuites": ({"name", "time", "tests", "failures", "errors"}, set(), {"testsuite"}),
+    "testsuite": (SUITE_ATTRIBUTES, {"name", "tests", "failures", "errors"},
+                  {"testsuite", "properties", "testcase", "system-out", "system-err"}),
+    "testcase": ({"name", "time", "classname", "group"}, {"name"}, CASE_CHILDREN),
+    "failure": ({"type", "message"}, set(), set()),
+    "error": ({"type", "message"}, set(), set()),
+    "skipped": ({"type", "message"}, set(), set()),
+    "system-out": (set(), set(), set()),
+    "system-err": (set(), set(), set()),
+}  # fmt: skip
+SUREFIRE_TIME = r"(([0-9]{0,3},)*[0-9]{3}|[0-9]{0,3})*(\.[0-9]*)?"
+
+
+def schema_problems(text: str) -> list[str]:
+    """Where the XML leaves junit-10.xsd: an element it does not define or where it may not be, an attribute it
+    does not allow or a required one missing, a time that is not SUREFIRE_TIME."""
+    import re
+    from xml.etree import ElementTree as ET
+
+    root = ET.fromstring(text)
+    problems = [] if root.tag in ("testsuites", "testsuite") else [f"root <{root.tag}>"]
+
+    def walk(element: ET.Element) -> None:
+        allowed, required, children = SCHEMA.get(element.tag, (set(), set(), set()))
+        if element.tag not in SCHEMA:
+            problems.append(f"<{element.tag}> is not in the schema")
+        problems.extend(f"<{element.tag} {a}=...> not allowed" for a in sorted(set(element.attrib) - allowed))
+        problems.extend(f"<{element.tag}> lacks {a}" for a in sorted(required - set(element.attrib)))
+        time = element.attrib.get("time") if element.tag in ("testsuites", "testsuite") else None
+        if time is not None and not re.fullmatch(SUREFIRE_TIME, time):
+            problems.append(f"<{element.tag} time={element.attrib['time']!r}> is not SUREFIRE_TIME")
+        for child in element:
+            if child.tag not in children:
+                problems.append(f"<{child.tag}> inside <{element.tag}>")
+            walk(child)
+
+    walk(root)
+    return problems
+
+
+def test_check_and_commission_junit_are_valid_junit_10(tmp_path: Path) -> None:
+    """Every case kind (pass, warn, fail, skip, an unread node, a rung that ran, was skipped or failed, a run that
+    did not complete) within what junit-10.xsd allows; the schema check itself refuses what Jenkins would."""
+    from wirespeed.core.checks.model import CheckResult, ChecksRecord, CheckStatus, Evidence, Fix
+    from wirespeed.core.junit import checks_junit, commission_junit
+    from wirespeed.core.results import Ceiling, RungResult, RungStatus
+
+    evidence, fix = (Evidence("n1", "eth0", "mtu", 1500),), (Fix("n1", "set the MTU", ("ip link set eth0 mtu 9000",)),)
+    results = tuple(
+        CheckResult(f"c.{s.value}", "title <&>", s, f"summary of {s.value}", evidence, fix) for s in CheckStatus
+    )
+    checks = ChecksRecord(results, ("n2: ssh: timed out",))
+    rungs = [
+        RungResult("tcp-halves", RungStatus.RAN, ceiling=Ceiling("wire", ("1.99 Gb/s",))),
+        RungResult("rdma-bw", RungStatus.SKIPPED, "no RDMA devices", "load mlx5_ib"),
+        RungResult("nccl-all_reduce", RungStatus.FAILED, "mpirun: exit 1"),
+    ]
+    for text in (checks_junit(checks), commission_junit(checks, rungs, "interrupted", "Ctrl-C")):
+        assert schema_problems(text) == []
+        tmp_report(text)  # and junitparser reads it
+    assert schema_problems('<testsuites skipped="1"><testsuite name="x" tests="1"/></testsuites>') == [
+        "<testsuites skipped=...> not allowed", "<testsuite> lacks errors", "<testsuite> lacks failures",
+    ]  # fmt: skip
