@@ -5,7 +5,8 @@ BIN := $(VENV)/bin
 # Every system package the project needs; the tests skip (with a reason) what a missing one prevents.
 APT_PACKAGES := iproute2 iperf3 openssh-server openssh-client ethtool perftest sockperf openmpi-bin tmux procps \
 	util-linux iputils-ping python3 python3-venv python3-pip chromium-headless-shell openssl \
-	slurmctld slurmd slurm-client munge avahi-daemon avahi-utils dbus sudo gcc libc6-dev iptables
+	slurmctld slurmd slurm-client munge avahi-daemon avahi-utils dbus sudo gcc libc6-dev iptables \
+	prometheus
 
 .PHONY: all install system-deps venv demo test lint typecheck unit clean
 

@@ -4,7 +4,9 @@ Every node's `wirespeed agent sample` sends a JSON line per interval; the contro
 appends it to `<rung>.samples.jsonl` (`engine.wire.WireRecorder`). The lines here are Spark-shaped: 4 halves,
 each with the driver counters `select_counters` keeps from the real mlx5 `ethtool -S` fixture, netdev and RDMA
 counters, and 20 cores. Also timed: the matrix's per-round wire figures (`WireRecorder.figures(between=...)`),
-which scan every view kept so far, after 1 and after many rounds. Pure CPU; no root.
+which scan every view kept so far, after 1 and after many rounds; and `watch --serve`'s exporter: the same work per
+line with its collector fed (`WatchCollector.add`), alternated with the plain one, and what one scrape of every node
+costs (`generate_latest`), and one `--textfile` write. Pure CPU; no root.
 
     .venv/bin/python benchmarks/bench_controller.py [--nodes 1024] [--seconds 10] [--interval 0.5] [--json out]
 """
@@ -14,9 +16,13 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import tempfile
 import time
 from pathlib import Path
 
+from prometheus_client import generate_latest
+
+from wirespeed.adapters.prometheus import TextfileWriter, WatchCollector, registry_of
 from wirespeed.core.counters import select_counters
 from wirespeed.core.meter import (
     Cable,
@@ -67,6 +73,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="simulated seconds (one matrix round)")
     parser.add_argument("--interval", type=float, default=0.5)
     parser.add_argument("--rounds", type=int, default=20, help="rounds kept before timing a late round's figures")
+    parser.add_argument("--repeats", type=int, default=3, help="alternated passes with and without the exporter")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     stats = spark_stats()
@@ -75,8 +82,9 @@ def main() -> None:
     layouts = [NodeLayout(n, (Cable("port 0", HALVES[:2], 200.0), Cable("port 1", HALVES[2:], 200.0))) for n in nodes]
     lines = [line(n, s, args.interval, stats) for s in range(steps + 1) for n in nodes]  # time order, as they come
 
-    def controller(reencode: bool) -> tuple[float, list[NodeView]]:
-        """WireRecorder._run's work per line, plus the parsing ClusterSampler does; seconds per line."""
+    def controller(reencode: bool, collector: WatchCollector | None = None) -> tuple[float, list[NodeView]]:
+        """WireRecorder._run's work per line, plus the parsing ClusterSampler does; seconds per line. With
+        `collector`: what `watch --serve` adds per line."""
         meter = Meter(layouts)
         record = io.StringIO()
         views: list[NodeView] = []
@@ -88,9 +96,34 @@ def main() -> None:
             else:
                 record.write(sample_line(sample) + "\n")
             view = meter.add(sample)
+            if collector is not None:
+                collector.add(sample, view)
             if view is not None:
                 views.append(view)
         return (time.perf_counter() - started) / len(lines), views
+
+    plain_runs, exporter_runs = [], []
+    for repeat in range(args.repeats):  # alternated, and which goes first too: drift and GC hit both alike
+        for exporter in (repeat % 2 == 1, repeat % 2 == 0):
+            if exporter:
+                exporter_runs.append(controller(reencode=False, collector=WatchCollector(layouts))[0])
+            else:
+                plain_runs.append(controller(reencode=False)[0])
+    plain_s, exporter_s = min(plain_runs), min(exporter_runs)
+    fed = WatchCollector(layouts)
+    controller(reencode=False, collector=fed)
+    registry = registry_of(fed)
+    scrapes = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        exposition = generate_latest(registry)
+        scrapes.append(time.perf_counter() - t0)
+    scrape_s = min(scrapes)
+    with tempfile.TemporaryDirectory() as directory:
+        writer = TextfileWriter(fed, Path(directory), args.interval)
+        t0 = time.perf_counter()
+        writer.write()
+        textfile_s = time.perf_counter() - t0
 
     reencode_s, _ = controller(reencode=True)
     per_line_s, views = controller(reencode=False)
@@ -118,6 +151,11 @@ def main() -> None:
         needed = count / args.interval
         headroom = capacity / needed
         print(f"  {count:>5} nodes at {args.interval:g} s: {needed:>7,.0f} lines/s  -> {headroom:6.1f}x headroom")
+    print(f"with watch --serve's collector fed: {exporter_s * 1e3:.4f} ms a line against {plain_s * 1e3:.4f} ms "
+          f"({exporter_s / plain_s:.3f}x; best of {args.repeats} alternated)")  # fmt: skip
+    print(f"one scrape of {args.nodes} nodes: {scrape_s * 1e3:.1f} ms, {len(exposition):,} bytes "
+          f"({scrape_s / (args.nodes / args.interval * plain_s):.2f}x one interval's line work); "
+          f"one --textfile write: {textfile_s * 1e3:.1f} ms")  # fmt: skip
     print(f"round figures over {len(views):,} views: {one_round_s:.3f} s after 1 round, "
           f"{late_round_s:.3f} s after {args.rounds} rounds ({late_round_s / one_round_s:.1f}x)")  # fmt: skip
     if args.json:
@@ -132,6 +170,12 @@ def main() -> None:
                     "round_figures_s": one_round_s,
                     "late_round_figures_s": late_round_s,
                     "rounds": args.rounds,
+                    "per_line_plain_s": plain_s,
+                    "per_line_exporter_s": exporter_s,
+                    "exporter_ratio": exporter_s / plain_s,
+                    "scrape_s": scrape_s,
+                    "scrape_bytes": len(exposition),
+                    "textfile_write_s": textfile_s,
                 },
                 indent=2,
             )

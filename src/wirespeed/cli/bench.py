@@ -184,6 +184,9 @@ def _show(out: Output, run: Run, path: Path) -> None:
 @live_flags
 @wait_option
 @runs_option
+@click.option("--textfile", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Also write each rung's figures and ceiling to DIR/wirespeed_bench.prom (the node exporter's "
+              "textfile format), replacing the last bench's.")  # fmt: skip
 @json_option
 @pass_ctx
 def bench_cmd(
@@ -200,6 +203,7 @@ def bench_cmd(
     halves: bool,
     wait_lock: bool,
     wait_limit_s: float,
+    textfile: Path | None,
     **flags: Any,
 ) -> ExitStatus:
     """Climb the bandwidth ladder: TCP (one stream, many streams, every half at once, latency per half), RDMA, and
@@ -229,12 +233,24 @@ def bench_cmd(
     remote = resolve_remote(out, cluster_file, hosts, user)
     said = lambda text: out.message(f"wirespeed: {text}")  # noqa: E731
     with remote.owned(), cluster_lock(remote, f"bench {what}", wait=wait_lock, say=said, wait_s=wait_limit_s):
-        return _bench(ctx, out, remote, what, options, runs_dir, json_mode, no_live, halves)
+        return _bench(ctx, out, remote, what, options, runs_dir, json_mode, no_live, halves, textfile)
+
+
+def write_bench_textfile(out: Output, run: Run, directory: Path) -> None:
+    """The run's rungs as DIR/wirespeed_bench.prom: a cron bench plots beside `watch --serve`'s metrics."""
+    import time
+
+    from wirespeed.adapters.prometheus import BENCH_TEXTFILE_NAME, write_families
+    from wirespeed.core.metrics import bench_families
+
+    families = bench_families(run.rungs, run=run.name, nodes=run.nodes, finished_s=time.time())
+    path = write_families(directory, BENCH_TEXTFILE_NAME, families)
+    out.message(f"wirespeed: Prometheus textfile {path}")
 
 
 def _bench(
     ctx: Ctx, out: Output, remote: Any, what: str, options: rungs.BenchOptions, runs_dir: Path, json_mode: bool,
-    no_live: bool, halves: bool,
+    no_live: bool, halves: bool, textfile: Path | None = None,
 ) -> ExitStatus:  # fmt: skip
     """The bench itself, with every node's lock held."""
     from wirespeed.adapters.signals import signals_interrupt
@@ -263,13 +279,10 @@ def _bench(
 
         bench.bench(remote, found, what, options, run_dir, say=said, on_round=on_round, board=board)
     run = load_run(run_dir.path)  # what is shown is what the run directory holds
+    if textfile is not None:
+        write_bench_textfile(out, run, textfile)
     if json_mode:
-        out.data({
-            "run": str(run_dir.path), "name": run.name, "status": run.status.value, "state": run.state(),
-            "not_reached": list(run.not_reached), "rungs": [r.to_json() for r in run.rungs],
-            "takeaway": [row.to_json() for row in takeaway(run.rungs)],
-            "matrices": [m.to_json() for m in run.matrices], "problems": list(run.problems),
-        })  # fmt: skip
+        out.data({"run": str(run_dir.path), **run.to_json()})
     else:
         _show(out, run, run_dir.path)
     return exit_status(run)

@@ -17,9 +17,10 @@ from enum import StrEnum
 
 MIN_PYTHON = (3, 11)  # the code uses StrEnum and datetime.UTC
 NODE_CACHE = "~/.cache/wirespeed"  # where the agent lives on a node, as people read it
-# Dependencies only the controller imports, each with a fallback: not carried to the nodes. orjson decodes the
-# agents' lines (the agent writes them, it never reads one) and is compiled, so it could not run on every node.
-CONTROLLER_ONLY = frozenset({"orjson"})
+# Dependencies only the controller imports: not carried to the nodes. orjson (with a fallback) decodes the agents'
+# lines (the agent writes them, it never reads one) and is compiled, so it could not run on every node;
+# prometheus-client serves and writes the controller's metrics (watch --serve/--textfile), never a node's.
+CONTROLLER_ONLY = frozenset({"orjson", "prometheus-client"})
 _NAME_RE = re.compile(r"^agent-[A-Za-z0-9.+_-]+-[0-9a-f]{12}\.pyz$")
 
 # The zipapp's entry point. Children it starts as `sys.executable -m wirespeed` (the rollback timer of

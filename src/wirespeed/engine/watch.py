@@ -7,7 +7,7 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +15,7 @@ from wirespeed.adapters import files
 from wirespeed.adapters.files import Appender, TextSink, open_append
 from wirespeed.adapters.process import kill_group, spawn
 from wirespeed.core.errors import WirespeedError
-from wirespeed.core.meter import Meter, NodeLayout, NodeView, sample_line
+from wirespeed.core.meter import Meter, NodeLayout, NodeSample, NodeView, sample_line
 from wirespeed.engine.live import LiveBoard
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.sampling import ClusterSampler, Ended
@@ -77,8 +77,10 @@ def watch(
     intervals: int | None = None,
     record: TextSink | None = None,
     run_argv: Sequence[str] | None = None,
+    on_sample: Callable[[NodeSample, NodeView | None], None] | None = None,
 ) -> WatchResult:
-    """Run until `duration_s` or `intervals` (per node) are reached, the command ends, or Ctrl-C."""
+    """Run until `duration_s` or `intervals` (per node) are reached, the command ends, or Ctrl-C. `on_sample` sees
+    every sample with the view it made (None for a node's first): the Prometheus exporter's one hook."""
     meter = Meter(layouts)
     sampler = ClusterSampler(remote, layouts, interval)
     result = WatchResult()
@@ -100,6 +102,8 @@ def watch(
                     record.write(sample_line(item) + "\n")
                     record.flush()
                 view = meter.add(item)
+                if on_sample is not None:
+                    on_sample(item, view)
                 if view is not None:
                     result.views[item.node] = view
                     result.intervals += 1
