@@ -139,15 +139,13 @@ def load_run(path: Path) -> Run:
     damaged: list[DamagedRecord] = []
     for file in files:
         try:
-            data = read_json(file, path)
-            kind = _kind(data, file.name)
-            where = str(file.relative_to(path))
-            if kind == "rung":
-                rungs.append(RungResult.from_json(data, where))
-            elif kind == "matrix":
-                matrices.append(matrix_from_json(data, where))
-            elif kind == "tune":
-                tunes.append(TuneResult.from_json(data, where))
+            found = _measured(read_json(file, path), file.name, str(file.relative_to(path)))
+            if isinstance(found, RungResult):
+                rungs.append(found)
+            elif isinstance(found, MatrixResult):
+                matrices.append(found)
+            elif isinstance(found, TuneResult):
+                tunes.append(found)
         except Damaged as exc:  # read, but a figure in it no measurement can have: named, never shown or compared
             damaged.append(DamagedRecord(str(file.relative_to(path).with_suffix("")), str(exc)))
             problems.append(str(exc))
@@ -415,11 +413,19 @@ def read_record(run: Path, path: Path) -> object:
     reader = RECORD_FILES.get(path.name)
     if reader is not None:
         return reader(data, where)
-    kind = _kind(data, path.name)
+    found = _measured(data, path.name, where)
+    if found is None:
+        raise ValueError(f"{where}: not a record of a run")
+    return found
+
+
+def _measured(data: Any, name: str, where: str) -> RungResult | MatrixResult | TuneResult | None:
+    """A rung, matrix or tune record, by the kind it says it is (or its shape, written before kinds); None: none."""
+    kind = _kind(data, name)
     if kind == "rung":
         return RungResult.from_json(data, where)
     if kind == "matrix":
         return matrix_from_json(data, where)
     if kind == "tune":
         return TuneResult.from_json(data, where)
-    raise ValueError(f"{where}: not a record of a run")
+    return None

@@ -76,10 +76,6 @@ class Section:
     def first_line(self) -> int:
         return self.lines[0][0] if self.lines else 0
 
-    def line_number(self, index: int) -> int:
-        """The paste's line number of this section's `index`-th line (1-based, as the parsers count)."""
-        return self.lines[index - 1][0] if 0 < index <= len(self.lines) else self.first_line
-
 
 @dataclass(frozen=True)
 class Paste:
