@@ -1,4 +1,4 @@
-"""The live board shared by a run's threads (engine.live) and the plain-line display (ui.screen.PlainLines): a
+"""The live board shared by a run's threads (engine.live) and the plain-line display (cli.screen.PlainLines): a
 display wakes on changes, and a pipe gets one line per interval only while something runs or samples come in."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import threading
 
 from test_dashboard import two_cables
 
+from wirespeed.cli.screen import PlainLines
 from wirespeed.engine.live import LiveBoard
-from wirespeed.ui.screen import PlainLines
 
 
 def test_a_display_waits_for_a_change_and_wakes_on_it() -> None:

@@ -31,8 +31,8 @@ from wirespeed.engine import rungs
 from wirespeed.ui import render
 
 if TYPE_CHECKING:
+    from wirespeed.cli.screen import LiveScreen, PlainLines
     from wirespeed.engine.live import LiveBoard
-    from wirespeed.ui.screen import LiveScreen, PlainLines
 
 MATRIX = "matrix"
 
@@ -97,7 +97,7 @@ def live_flags(func: Any) -> Any:
 def live_view(out: Output, board: LiveBoard, live: bool) -> Iterator[LiveScreen | PlainLines]:
     """The board shown while the block runs: the full screen on a terminal when `live`, else plain lines. What was
     said while the screen was up is printed after it, in order, however the block ends."""
-    from wirespeed.ui.screen import LiveScreen, show
+    from wirespeed.cli.screen import LiveScreen, show
 
     display = show(out.console, board, out.message, live)
     try:

@@ -46,7 +46,7 @@ def exit_status(run: Run, fix_failed: bool) -> ExitStatus:
 
 def _ask(out: Output, yes: bool) -> Confirm:
     """Whether to apply the fixes: --yes says so; a terminal is asked, with the plan shown; otherwise no."""
-    from wirespeed.engine.fix import FixPlan
+    from wirespeed.core.fixplan import FixPlan
     from wirespeed.ui.fix import fix_plan_view
 
     def confirm(plan: dict[str, list[Operation]], notes: dict[str, list[str]]) -> bool:

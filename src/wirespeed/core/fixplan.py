@@ -17,7 +17,7 @@ import ipaddress
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from wirespeed.core.checks.addressing import IPV6_NETPLAN, IPV6_SYSCTL, SUBNETS
 from wirespeed.core.checks.links import HALVES
@@ -246,3 +246,16 @@ def file_diff(path: str, before: str | None, after: str) -> list[str]:
     new = after.splitlines(keepends=True)
     label = path if before is not None else "/dev/null"
     return [line.rstrip("\n") for line in difflib.unified_diff(old, new, label, path)]
+
+
+@dataclass
+class FixPlan:
+    """What `fix` would change per node, the files each node has now (to diff against), and what it leaves out."""
+
+    operations: dict[str, list[Operation]]
+    current: dict[str, dict[str, str]] = field(default_factory=dict)
+    notes: dict[str, list[str]] = field(default_factory=dict)
+    unprivileged: tuple[str, ...] = ()  # nodes whose agent did not run as root (no --become)
+    sources: dict[str, str] = field(default_factory=dict)  # a revert: where each node's old values come from
+    reverts: dict[str, str] = field(default_factory=dict)  # a revert: the journal (token) it undoes, per node
+    unread: tuple[str, ...] = ()  # nodes that could not be read: the plan leaves them out

@@ -36,7 +36,7 @@ from wirespeed.core.become import HOW
 from wirespeed.core.checks.model import CheckInput
 from wirespeed.core.errors import WirespeedError
 from wirespeed.core.facts import NodeFacts
-from wirespeed.core.fixplan import Operation, plan_nodes, undo_of
+from wirespeed.core.fixplan import FixPlan, Operation, plan_nodes, undo_of
 from wirespeed.core.fixrecord import AppliedChange, NodeFixResult, RevertRecord
 from wirespeed.core.inventory import Node
 from wirespeed.engine import checks as checking
@@ -50,19 +50,6 @@ MAX_RECORD_BYTES = 16 * 2**20  # a fix record is kilobytes
 def default_record() -> Path:
     base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
     return base / "wirespeed" / "last-fix.json"
-
-
-@dataclass
-class FixPlan:
-    """What `fix` would change per node, the files each node has now (to diff against), and what it leaves out."""
-
-    operations: dict[str, list[Operation]]
-    current: dict[str, dict[str, str]] = field(default_factory=dict)
-    notes: dict[str, list[str]] = field(default_factory=dict)
-    unprivileged: tuple[str, ...] = ()  # nodes whose agent did not run as root (no --become)
-    sources: dict[str, str] = field(default_factory=dict)  # a revert: where each node's old values come from
-    reverts: dict[str, str] = field(default_factory=dict)  # a revert: the journal (token) it undoes, per node
-    unread: tuple[str, ...] = ()  # nodes that could not be read: the plan leaves them out
 
 
 def plan_fix(remote: Remote, say: Callable[[str], None]) -> FixPlan:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from wirespeed.core.fixplan import file_diff
-from wirespeed.engine.fix import FixPlan
+from wirespeed.core.fixplan import FixPlan, file_diff
 
 
 def fix_plan_view(plan: FixPlan) -> Text:
