@@ -59,7 +59,7 @@ stream_samples("bench", sys.argv[1].split(","), 0.01)
 STEADY = r"""
 import os, sys, time, json
 import wirespeed.adapters.nicsampler as ns
-from wirespeed.core.counters import cores_json
+from wirespeed.core.fabric.counters import cores_json
 smp = ns.NodeSampler("bench", sys.argv[1].split(","))
 smp.line()
 st = smp._steady

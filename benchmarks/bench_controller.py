@@ -23,8 +23,8 @@ from pathlib import Path
 from prometheus_client import generate_latest
 
 from wirespeed.adapters.prometheus import TextfileWriter, WatchCollector, registry_of
-from wirespeed.core.counters import select_counters
-from wirespeed.core.meter import (
+from wirespeed.core.fabric.counters import select_counters
+from wirespeed.core.fabric.meter import (
     Cable,
     Meter,
     NodeLayout,

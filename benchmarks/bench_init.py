@@ -24,7 +24,7 @@ ON_NODE = r"""
 import json, shutil, sys, time
 from concurrent.futures import ThreadPoolExecutor
 from wirespeed.adapters.process import run_process
-from wirespeed.core import sshmesh
+from wirespeed.core.cluster import sshmesh
 from wirespeed.engine import init
 
 halves = init.fabric_addresses(init._local_facts())

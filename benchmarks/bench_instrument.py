@@ -264,7 +264,7 @@ def testbed(half_rate: str, cables: int) -> Iterator[tuple[str, Path]]:
 
 # -------------------------------------------------------------------------------------------------- 2. pipeline
 def bench_pipeline(repeats: int, seconds: float, interval: float) -> dict[str, Any]:
-    from wirespeed.core.meter import Cable, NodeLayout
+    from wirespeed.core.fabric.meter import Cable, NodeLayout
     from wirespeed.engine.clusters import load_cluster_file
     from wirespeed.engine.remote import Remote
     from wirespeed.engine.wire import WireRecorder

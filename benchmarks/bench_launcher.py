@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from wirespeed.adapters.slurm import SrunTransport
-from wirespeed.core.units import parse_rate_bps
+from wirespeed.core.fabric.units import parse_rate_bps
 from wirespeed.engine.clusters import load_cluster_file
 from wirespeed.engine.discover import discover_live
 from wirespeed.engine.matrix import run_matrix

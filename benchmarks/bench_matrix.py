@@ -16,9 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from wirespeed.core.fabric.units import parse_rate_bps
 from wirespeed.core.ladder import flows_between
-from wirespeed.core.matrix import cells_from_flows, round_robin
-from wirespeed.core.units import parse_rate_bps
+from wirespeed.core.records.matrix import cells_from_flows, round_robin
 from wirespeed.engine.clusters import load_cluster_file
 from wirespeed.engine.discover import discover_live
 from wirespeed.engine.matrix import run_matrix

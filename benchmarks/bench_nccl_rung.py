@@ -23,10 +23,10 @@ from typing import Any
 
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
-from wirespeed.core.inventory import local_cluster
+from wirespeed.core.cluster.inventory import local_cluster
+from wirespeed.core.fabric.units import parse_size_bytes
 from wirespeed.core.nccl import NcclOptions, NcclPlan, mpirun_argv
 from wirespeed.core.tools.nccl_tests import parse_json
-from wirespeed.core.units import parse_size_bytes
 from wirespeed.engine import discover
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory

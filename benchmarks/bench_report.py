@@ -55,7 +55,7 @@ def facts(node: str) -> dict[str, Any]:
 def write_run(root: Path, seconds: int) -> tuple[Path, int]:
     run = root / "20261122T000000Z"
     run.mkdir(parents=True)
-    from wirespeed.core.facts import facts_from_json
+    from wirespeed.core.fabric.facts import facts_from_json
 
     nodes = {n: facts_from_json(facts(n)).to_json() for n in NODES}
     (run / "discovery.json").write_text(json.dumps({"nodes": nodes, "cabling": {}, "errors": {}, "probe_errors": {}}))

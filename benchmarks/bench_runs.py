@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from wirespeed.core.results import (
+from wirespeed.core.records.results import (
     CollectiveSummary,
     Direction,
     Flow,
@@ -30,7 +30,7 @@ from wirespeed.core.results import (
     SizeFigures,
     WireFigures,
 )
-from wirespeed.core.run import NodeRef, RunRecord, RunStatus, headline
+from wirespeed.core.records.run import NodeRef, RunRecord, RunStatus, headline
 from wirespeed.engine.discover import discover_snapshots
 from wirespeed.engine.runs import list_runs
 

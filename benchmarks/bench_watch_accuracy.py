@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from wirespeed.core.meter import Cable, NodeLayout, NodeSample
-from wirespeed.core.units import parse_rate_bps
+from wirespeed.core.fabric.meter import Cable, NodeLayout, NodeSample
+from wirespeed.core.fabric.units import parse_rate_bps
 from wirespeed.engine.clusters import load_cluster_file
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.sampling import ClusterSampler

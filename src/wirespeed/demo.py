@@ -18,9 +18,9 @@ from pathlib import Path
 
 from wirespeed.cli.main import main as cli
 from wirespeed.core.errors import WirespeedError
-from wirespeed.core.fixrecord import FixRecord
-from wirespeed.core.report import RunReport
-from wirespeed.core.results import RungResult, RungStatus
+from wirespeed.core.records.fixrecord import FixRecord
+from wirespeed.core.records.report import RunReport
+from wirespeed.core.records.results import RungResult, RungStatus
 from wirespeed.engine.report import load_report
 from wirespeed.testbed.state import load_state
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from wirespeed.core.inventory import Cluster
+from wirespeed.core.cluster.inventory import Cluster
 from wirespeed.engine.clusters import load_cluster_file
 from wirespeed.engine.remote import Remote
 from wirespeed.testbed import build, system

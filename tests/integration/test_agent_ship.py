@@ -21,7 +21,7 @@ from wirespeed import __version__
 from wirespeed.adapters import agentzip
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
-from wirespeed.core.inventory import DEFAULT_AGENT, Cluster, render_cluster_toml
+from wirespeed.core.cluster.inventory import DEFAULT_AGENT, Cluster, render_cluster_toml
 from wirespeed.engine.clusters import load_cluster_file
 from wirespeed.engine.remote import Remote
 from wirespeed.testbed.state import TestbedState as BedState

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from wirespeed.core.inventory import Cluster, render_cluster_toml
+from wirespeed.core.cluster.inventory import Cluster, render_cluster_toml
 from wirespeed.engine.clusters import load_cluster_file
 from wirespeed.testbed.state import TestbedState as BedState
 

@@ -21,7 +21,7 @@ import pytest
 
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
-from wirespeed.core.inventory import Cluster, render_cluster_toml
+from wirespeed.core.cluster.inventory import Cluster, render_cluster_toml
 from wirespeed.engine.clusters import load_cluster_file
 from wirespeed.engine.remote import Remote
 
@@ -51,7 +51,7 @@ def without_agent(cluster: Cluster, path: Path) -> Path:
     """The testbed's cluster file with no `agent` for any node: they start whatever `wirespeed` they can find."""
     from dataclasses import replace
 
-    from wirespeed.core.inventory import DEFAULT_AGENT
+    from wirespeed.core.cluster.inventory import DEFAULT_AGENT
 
     path.write_text(render_cluster_toml(replace(cluster, nodes=tuple(replace(n, agent=DEFAULT_AGENT)
                                                                      for n in cluster.nodes))))  # fmt: skip

@@ -12,7 +12,7 @@ import pytest
 
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
-from wirespeed.core.discovery import Discovery
+from wirespeed.core.fabric.discovery import Discovery
 from wirespeed.engine.discover import discover_live, discover_snapshots, take_snapshots
 from wirespeed.engine.remote import Remote
 from wirespeed.testbed import build

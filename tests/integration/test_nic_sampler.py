@@ -78,7 +78,7 @@ def test_the_sampler_counts_traffic_and_survives_a_vanishing_and_renamed_interfa
     code = """
 import json, subprocess
 from wirespeed.adapters.nicsampler import NodeSampler
-from wirespeed.core.meter import sample_to_json
+from wirespeed.core.fabric.meter import sample_to_json
 s = NodeSampler("n1", ["wsa0", "wsb0"])
 first = s.sample()
 subprocess.run(["ping", "-c", "3", "-i", "0.01", "-s", "1000", "-I", "wsa0", "198.18.254.9"], capture_output=True)

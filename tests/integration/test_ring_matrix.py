@@ -13,7 +13,7 @@ from rich.console import Console
 
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
-from wirespeed.core.matrix import matrix_from_json
+from wirespeed.core.records.matrix import matrix_from_json
 from wirespeed.ui.matrix import matrix_view
 
 from .helpers import running_testbed

@@ -19,7 +19,7 @@ import pytest
 
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
-from wirespeed.core.inventory import Node
+from wirespeed.core.cluster.inventory import Node
 from wirespeed.core.outcome import Status
 from wirespeed.engine.remote import Remote, check_agents
 from wirespeed.testbed import build, system

@@ -21,8 +21,8 @@ import wirespeed
 from wirespeed import __version__
 from wirespeed.adapters import agentzip
 from wirespeed.adapters.ssh import LocalTransport
-from wirespeed.core import agentship
-from wirespeed.core.agentship import (
+from wirespeed.core.cluster import agentship
+from wirespeed.core.cluster.agentship import (
     CONTROLLER_ONLY,
     AgentSource,
     agent_file_name,
@@ -32,7 +32,7 @@ from wirespeed.core.agentship import (
     requirement_name,
     ship_argv,
 )
-from wirespeed.core.inventory import Cluster, Node
+from wirespeed.core.cluster.inventory import Cluster, Node
 from wirespeed.engine.remote import Remote, check_agents, ensure_agents, fixed_agent_argv
 
 SYSTEM_PYTHON = Path("/usr/bin/python3")
@@ -99,7 +99,9 @@ def test_the_installed_tree_gives_one_name_and_a_changed_file_another(
     shutil.copytree(Path(wirespeed.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(wirespeed, "__file__", str(copy / "__init__.py"))
     assert agentzip.agent_content.__wrapped__().name == first.name  # a copy of the same tree
-    (copy / "core" / "units.py").write_text((copy / "core" / "units.py").read_text() + "\n# changed\n")
+    (copy / "core" / "fabric" / "units.py").write_text(
+        (copy / "core" / "fabric" / "units.py").read_text() + "\n# changed\n"
+    )
     assert agentzip.agent_content.__wrapped__().name != first.name
 
 

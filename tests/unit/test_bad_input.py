@@ -25,9 +25,10 @@ from test_cli import assert_one_line_error as one_line
 from test_cli import cli as run_cli
 
 from wirespeed.cli.output import Environment, Output
-from wirespeed.core import figures, importer
+from wirespeed.core.cluster.inventory import Node, validate_node
 from wirespeed.core.errors import InventoryError
-from wirespeed.core.inventory import Node, validate_node
+from wirespeed.core.imports import importer
+from wirespeed.core.records import figures
 from wirespeed.core.tools import iperf3, nccl_tests, perftest, sockperf
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -198,7 +199,7 @@ def test_an_impossible_iperf3_figure_is_untrustworthy_never_shown(
 
 
 def test_the_bench_path_gets_no_figure_from_impossible_iperf3_output() -> None:
-    from wirespeed.core.results import Flow
+    from wirespeed.core.records.results import Flow
 
     flow = Flow(("a", "eth0"), ("b", "eth0"), "10.0.0.1", "10.0.0.2", 200.0)
     (result,) = iperf3.flow_results(flow, _iperf3_json({"bits_per_second": -1e308}), None)

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from wirespeed.adapters.ssh import LocalTransport
-from wirespeed.core.become import Become, refusal
 from wirespeed.core.checks.model import CheckInput, CheckStatus
 from wirespeed.core.checks.nic import firewall
+from wirespeed.core.cluster.become import Become, refusal
+from wirespeed.core.cluster.inventory import Cluster, Node
 from wirespeed.core.fixplan import Operation
-from wirespeed.core.inventory import Cluster, Node
 from wirespeed.engine.fix import needs_root
 from wirespeed.engine.remote import Remote
 

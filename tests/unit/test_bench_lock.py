@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from wirespeed.core.benchlock import BUSY, LOCKED, WAITING, Holder, answer, read_answer
+from wirespeed.core.cluster.benchlock import BUSY, LOCKED, WAITING, Holder, answer, read_answer
 
 ME = Holder("bench ladder", "alice", "spark-1", 4242, "2026-11-24T03:12:01Z")
 
@@ -105,8 +105,8 @@ def test_an_agent_that_does_not_answer_the_lock_is_named_within_the_deadline(
 ) -> None:
     import time
 
+    from wirespeed.core.cluster.inventory import Cluster, Node
     from wirespeed.core.errors import WirespeedError
-    from wirespeed.core.inventory import Cluster, Node
     from wirespeed.engine import benchlock
     from wirespeed.engine.remote import Remote
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from wirespeed.adapters.process import FLOOD_KEPT, Budget, Flood, MiB, run_process
-from wirespeed.core.inventory import Cluster, Node
+from wirespeed.core.cluster.inventory import Cluster, Node
 from wirespeed.core.outcome import Status
 from wirespeed.engine.remote import Remote
 

@@ -7,10 +7,10 @@ import io
 import pytest
 from rich.console import Console
 
-from wirespeed.core.cabling import Heard, build_map, cabling_from_json, edges_from_addresses, edges_from_probe
-from wirespeed.core.discovery import Discovery
-from wirespeed.core.facts import Netdev, NodeFacts, Unknown, to_jsonable
-from wirespeed.core.ports import group_ports
+from wirespeed.core.fabric.cabling import Heard, build_map, cabling_from_json, edges_from_addresses, edges_from_probe
+from wirespeed.core.fabric.discovery import Discovery
+from wirespeed.core.fabric.facts import Netdev, NodeFacts, Unknown, to_jsonable
+from wirespeed.core.fabric.ports import group_ports
 from wirespeed.ui.discovery import cabling_diagram
 
 HALVES = ("enp1s0f0np0", "enP2p1s0f0np0", "enp1s0f1np1", "enP2p1s0f1np1")

@@ -12,8 +12,8 @@ import pytest
 
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
+from wirespeed.core.cluster.slurm import Launcher
 from wirespeed.core.errors import ExitStatus, InventoryError, UsageError
-from wirespeed.core.slurm import Launcher
 from wirespeed.engine import clusters
 from wirespeed.engine.clusters import NO_CLUSTER, default_cluster_path, init_cluster_path, resolve_cluster
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from wirespeed.adapters.source import SnapshotSource
-from wirespeed.core.facts import Unknown
+from wirespeed.core.fabric.facts import Unknown
 from wirespeed.engine.probes import net, tools
 
 

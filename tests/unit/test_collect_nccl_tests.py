@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from wirespeed.adapters.source import Output
-from wirespeed.core.facts import Tool, Unknown, facts_from_json, to_jsonable
+from wirespeed.core.fabric.facts import Tool, Unknown, facts_from_json, to_jsonable
 from wirespeed.core.parsers import ldd
 from wirespeed.engine.discover import discover_snapshots
 from wirespeed.engine.probes import tools

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
-from wirespeed.core.compare import compare_runs
-from wirespeed.core.decode import Fields
-from wirespeed.core.results import Ceiling, Direction, Flow, FlowResult, RungResult, RungStatus, WireFigures
-from wirespeed.core.run import NodeRef, RunRecord, RunStatus, Step, StepStatus, headline, phase_rows
+from wirespeed.core.records.compare import compare_runs
+from wirespeed.core.records.decode import Fields
+from wirespeed.core.records.results import Ceiling, Direction, Flow, FlowResult, RungResult, RungStatus, WireFigures
+from wirespeed.core.records.run import NodeRef, RunRecord, RunStatus, Step, StepStatus, headline, phase_rows
 from wirespeed.engine.rundir import RunDirectory
 from wirespeed.engine.runs import load_run
 from wirespeed.ui import takeaway

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from wirespeed.core.errors import Interrupted, WirespeedError
-from wirespeed.core.run import NodeRef, RunRecord, RunStatus, StepStatus
+from wirespeed.core.records.run import NodeRef, RunRecord, RunStatus, StepStatus
 from wirespeed.engine.commission import Commission, Stop, _Steps, write_report
 from wirespeed.engine.rundir import RunDirectory
 

@@ -11,8 +11,8 @@ import pytest
 
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
-from wirespeed.core.compare import compare_runs, regressions
-from wirespeed.core.results import (
+from wirespeed.core.records.compare import compare_runs, regressions
+from wirespeed.core.records.results import (
     Ceiling,
     CollectiveSummary,
     Direction,
@@ -22,7 +22,7 @@ from wirespeed.core.results import (
     RungStatus,
     SizeFigures,
 )
-from wirespeed.core.run import NodeRef, Run, RunRecord, RunStatus
+from wirespeed.core.records.run import NodeRef, Run, RunRecord, RunStatus
 
 
 def rung(

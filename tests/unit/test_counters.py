@@ -1,4 +1,4 @@
-"""NIC counter selection and rates (wirespeed.core.counters), on a real mlx5 `ethtool -S` listing and small
+"""NIC counter selection and rates (wirespeed.core.fabric.counters), on a real mlx5 `ethtool -S` listing and small
 synthetic readings whose increments are known, so every rate below is determined by its inputs."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wirespeed.core.counters import (
+from wirespeed.core.fabric.counters import (
     NEAR_TOP,
     PHY,
     IfaceRate,
@@ -175,7 +175,7 @@ NOT_ETHTOOL = frozenset(
 
 def test_every_mlx5_counter_named_is_one_the_driver_prints() -> None:
     """`dev_out_of_buffer` never was an mlx5 counter: the driver's is `dev_internal_queue_oob`."""
-    from wirespeed.core.counters import ERROR_NAMES, PHY, VPORT_RX, VPORT_TX
+    from wirespeed.core.fabric.counters import ERROR_NAMES, PHY, VPORT_RX, VPORT_TX
     from wirespeed.core.parsers.ethtool import ERROR_COUNTERS
 
     named = (set(ERROR_NAMES) | set(PHY) | set(VPORT_TX) | set(VPORT_RX) | set(ERROR_COUNTERS)) - NOT_ETHTOOL

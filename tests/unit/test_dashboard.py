@@ -1,4 +1,4 @@
-"""The live view (wirespeed.core.board + wirespeed.ui.dashboard): NOW and PEAK per node and for the cluster, the
+"""The live view (wirespeed.core.fabric.board + wirespeed.ui.dashboard): NOW and PEAK per node and for the cluster, the
 seeds' bars per cable, the step list, and what goes first when the screen is short. Rendered by Rich into plain
 text at the sizes the tmux tests use."""
 
@@ -9,9 +9,9 @@ import io
 import pytest
 from rich.console import Console
 
-from wirespeed.core.board import Board, cluster_rates, counter_source, node_rates, step_figure
-from wirespeed.core.counters import IfaceRate, cable_rate
-from wirespeed.core.meter import NETDEV_WARNING, NodeView, Peak, Rates
+from wirespeed.core.fabric.board import Board, cluster_rates, counter_source, node_rates, step_figure
+from wirespeed.core.fabric.counters import IfaceRate, cable_rate
+from wirespeed.core.fabric.meter import NETDEV_WARNING, NodeView, Peak, Rates
 from wirespeed.ui.dashboard import EMPTY, FULL, bar, final_lines, gb, plain_line, render
 
 GB = 1_000_000_000

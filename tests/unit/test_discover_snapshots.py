@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from wirespeed.core.facts import NodeFacts, Unknown
+from wirespeed.core.fabric.facts import NodeFacts, Unknown
 from wirespeed.core.parsers.sysfs_values import port_state
 from wirespeed.engine.discover import discover_snapshots
 

@@ -18,10 +18,10 @@ from wirespeed.adapters import files
 from wirespeed.adapters.source import SnapshotSource, archive
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
+from wirespeed.core.cluster.inventory import parse_cluster_toml
 from wirespeed.core.errors import InventoryError, WirespeedError
-from wirespeed.core.inventory import parse_cluster_toml
-from wirespeed.core.nesting import MAX_DEPTH, json_depth, toml_depth
-from wirespeed.core.run import NodeRef, RunRecord
+from wirespeed.core.records.nesting import MAX_DEPTH, json_depth, toml_depth
+from wirespeed.core.records.run import NodeRef, RunRecord
 from wirespeed.engine import fix
 from wirespeed.engine.discover import discover_snapshots
 from wirespeed.engine.rundir import RunDirectory

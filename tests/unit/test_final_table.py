@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from wirespeed.core.results import (
+from wirespeed.core.records.results import (
     Ceiling,
     CollectiveSummary,
     Direction,
@@ -25,8 +25,8 @@ from wirespeed.core.results import (
     SizeFigures,
     WireFigures,
 )
-from wirespeed.core.run import NodeRef, Run, RunRecord, RunStatus, Step, StepStatus, headline, phase_rows
-from wirespeed.core.run import takeaway as takeaway_rows
+from wirespeed.core.records.run import NodeRef, Run, RunRecord, RunStatus, Step, StepStatus, headline, phase_rows
+from wirespeed.core.records.run import takeaway as takeaway_rows
 from wirespeed.engine.rundir import RunDirectory
 from wirespeed.engine.runs import load_run
 from wirespeed.ui import render, takeaway

@@ -18,7 +18,7 @@ import pytest
 
 from wirespeed.core.errors import UsageError
 from wirespeed.core.fixplan import Operation
-from wirespeed.core.fixrecord import AppliedChange, RevertRecord
+from wirespeed.core.records.fixrecord import AppliedChange, RevertRecord
 from wirespeed.engine import fixjournal
 from wirespeed.engine.fix import NodeOutcome, _from_record, write_record
 
@@ -235,7 +235,7 @@ def test_revert_with_a_record_leaves_the_nodes_it_does_not_cover(
 ) -> None:
     """A first fix on s1 and s2, a second on s1 only: --revert with the second's record undoes s1's second fix and
     leaves s2 with its first (its own journal's latest), where before it undid that too."""
-    from wirespeed.core.inventory import Cluster, Node
+    from wirespeed.core.cluster.inventory import Cluster, Node
     from wirespeed.engine import fix as fixing
 
     record = tmp_path / "fix.json"

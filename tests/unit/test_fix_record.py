@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from wirespeed.core.fixrecord import AppliedChange
+from wirespeed.core.records.fixrecord import AppliedChange
 from wirespeed.engine.fix import NodeOutcome, revert_plan, write_record
 
 TUNED = "4096 131072 134217728"

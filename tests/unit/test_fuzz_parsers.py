@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from wirespeed.adapters.files import Unreadable, read_text, utf8
-from wirespeed.core import importer
+from wirespeed.core.imports import importer
 from wirespeed.core.parsers import ethtool, jobconf, kernel_log, rdma_tools
 from wirespeed.core.tools import iperf3, nccl_tests, perftest, sockperf
 
@@ -139,7 +139,7 @@ def test_the_file_reader_reads_refuses_or_caps_never_more(tmp_path: Path, data: 
 
 def _rich_rung() -> dict[str, Any]:
     """A rung record with every kind of figure a rung holds: flows both ways, the wire, a collective, latency."""
-    from wirespeed.core.results import (
+    from wirespeed.core.records.results import (
         Ceiling,
         CollectiveSummary,
         Direction,
@@ -200,7 +200,7 @@ def _replaced(record: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict
 
 
 def test_the_rich_rung_reads_back_whole_and_has_many_figures() -> None:
-    from wirespeed.core.results import RungResult
+    from wirespeed.core.records.results import RungResult
 
     assert RungResult.from_json(RUNG, "r.json").to_json() == RUNG
     assert len(RUNG_LEAVES) > 50
@@ -211,8 +211,8 @@ def test_the_rich_rung_reads_back_whole_and_has_many_figures() -> None:
 def test_any_figure_of_a_rung_made_impossible_loads_as_damaged_naming_it(path: tuple[Any, ...], value: Any) -> None:
     """NaN, an infinity, 1e308, a negative or a figure past its unit's most, anywhere in a rung record: the record
     is damaged, and the one line says which field and which value (never 309 digits)."""
-    from wirespeed.core.decode import Damaged
-    from wirespeed.core.results import RungResult
+    from wirespeed.core.records.decode import Damaged
+    from wirespeed.core.records.results import RungResult
 
     if path[-1] == "schema_version" and isinstance(value, int) and value > 2:
         return  # a newer schema: refused as such, not as damage
@@ -230,7 +230,7 @@ def test_any_figure_of_a_rung_made_impossible_loads_as_damaged_naming_it(path: t
 
 def _implausible(path: tuple[Any, ...], value: float) -> bool:
     """2.5e12 is past every unit's most but a count's (2^53) and a size's (2^50 bytes)."""
-    from wirespeed.core.decode import unit_of
+    from wirespeed.core.records.decode import unit_of
 
     keys = [k for k in path if isinstance(k, str)]
     unit = unit_of(keys[-1]) or (unit_of(keys[-2]) if len(keys) > 1 else None)
@@ -248,7 +248,7 @@ def test_a_damaged_rung_is_never_compared(path: tuple[Any, ...], value: Any) -> 
 
     from wirespeed.cli.main import main
     from wirespeed.cli.output import Environment
-    from wirespeed.core.compare import DAMAGED, compare_runs, regressions
+    from wirespeed.core.records.compare import DAMAGED, compare_runs, regressions
     from wirespeed.engine.runs import load_run
 
     if path[-1] == "schema_version":

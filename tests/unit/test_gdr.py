@@ -8,10 +8,11 @@ from pathlib import Path
 
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
-from wirespeed.core import gdr, pastes
+from wirespeed.core.fabric import gdr
+from wirespeed.core.imports import pastes
 from wirespeed.core.nccl import read_run
 from wirespeed.core.parsers import nccl_info
-from wirespeed.core.results import CollectiveSummary, RungResult, RungStatus
+from wirespeed.core.records.results import CollectiveSummary, RungResult, RungStatus
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 SPARK_HEAD = REAL / "nccl_info" / "spark_2node_roce_all_gather_v2.28.9_init_head.txt"

@@ -12,10 +12,10 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from wirespeed.adapters import prometheus
-from wirespeed.core.counters import IfaceReading
-from wirespeed.core.meter import Cable, Meter, NodeLayout, NodeSample
+from wirespeed.core.fabric.counters import IfaceReading
+from wirespeed.core.fabric.meter import Cable, Meter, NodeLayout, NodeSample
 from wirespeed.core.metrics import bench_families
-from wirespeed.core.results import Ceiling, CollectiveSummary, RungResult, RungStatus, SizeFigures
+from wirespeed.core.records.results import Ceiling, CollectiveSummary, RungResult, RungStatus, SizeFigures
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "dashboards" / "wirespeed.json"
 METRIC = re.compile(r"\bwirespeed_[a-zA-Z0-9_]+")

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from wirespeed.cli.importing import import_cmd
 from wirespeed.cli.main import cli, main
 from wirespeed.cli.output import Environment
-from wirespeed.core.importer import KNOWN_TOOLS, TOOLS, decode, detect, import_text, output_name
+from wirespeed.core.imports.importer import KNOWN_TOOLS, TOOLS, decode, detect, import_text, output_name
 
 if "import" not in cli.commands:  # app.py registers it; until then the test does
     cli.add_command(import_cmd)
@@ -1057,10 +1057,10 @@ def test_other_tools_outputs_with_an_annotation_are_not_claimed(path: Path) -> N
 
 
 def test_discover_ibdev2netdev_view_round_trips() -> None:
-    from wirespeed.core.cabling import build_map
-    from wirespeed.core.discovery import Discovery
-    from wirespeed.core.facts import Netdev, NodeFacts, RdmaDevice, RdmaPort, Unknown
-    from wirespeed.core.ports import group_ports
+    from wirespeed.core.fabric.cabling import build_map
+    from wirespeed.core.fabric.discovery import Discovery
+    from wirespeed.core.fabric.facts import Netdev, NodeFacts, RdmaDevice, RdmaPort, Unknown
+    from wirespeed.core.fabric.ports import group_ports
     from wirespeed.ui.discovery import ibdev2netdev
 
     def facts(node: str, rdma: bool) -> NodeFacts:

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from wirespeed.core import imported, importer
-from wirespeed.core.imports import registry
+from wirespeed.core.imports import imported, importer, registry
 from wirespeed.core.imports.kind import BARE, JSON_FORM, ImportKind, Table
 
 REAL = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "real"

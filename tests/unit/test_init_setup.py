@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from wirespeed.core import sshmesh
-from wirespeed.core.inventory import Node
+from wirespeed.core.cluster import sshmesh
+from wirespeed.core.cluster.inventory import Node
 from wirespeed.core.outcome import CommandResult, Status
 from wirespeed.engine import init
 

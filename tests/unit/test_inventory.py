@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wirespeed.core.errors import InventoryError
-from wirespeed.core.inventory import (
+from wirespeed.core.cluster.inventory import (
     DEFAULT_AGENT,
     Cluster,
     Node,
@@ -14,6 +13,7 @@ from wirespeed.core.inventory import (
     parse_host_list,
     render_cluster_toml,
 )
+from wirespeed.core.errors import InventoryError
 
 FULL = """\
 [cluster]

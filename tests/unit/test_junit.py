@@ -59,7 +59,7 @@ def test_pastes_refuse_junit_in_one_line(tmp_path: Path) -> None:
 def test_commission_junit_names_each_rung_and_a_run_that_did_not_complete() -> None:
     from wirespeed.core.checks.model import CheckResult, ChecksRecord, CheckStatus
     from wirespeed.core.junit import commission_junit
-    from wirespeed.core.results import Ceiling, RungResult, RungStatus
+    from wirespeed.core.records.results import Ceiling, RungResult, RungStatus
 
     rungs = [
         RungResult("tcp-halves", RungStatus.RAN, ceiling=Ceiling("wire", ("1.99 Gb/s of 2 Gb/s line rate",))),
@@ -135,7 +135,7 @@ def test_check_and_commission_junit_are_valid_junit_10(tmp_path: Path) -> None:
     did not complete) within what junit-10.xsd allows; the schema check itself refuses what Jenkins would."""
     from wirespeed.core.checks.model import CheckResult, ChecksRecord, CheckStatus, Evidence, Fix
     from wirespeed.core.junit import checks_junit, commission_junit
-    from wirespeed.core.results import Ceiling, RungResult, RungStatus
+    from wirespeed.core.records.results import Ceiling, RungResult, RungStatus
 
     evidence, fix = (Evidence("n1", "eth0", "mtu", 1500),), (Fix("n1", "set the MTU", ("ip link set eth0 mtu 9000",)),)
     results = tuple(

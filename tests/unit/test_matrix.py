@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wirespeed.core.matrix import (
+from wirespeed.core.records.matrix import (
     HalfFlow,
     MatrixCell,
     MatrixResult,
@@ -20,7 +20,7 @@ from wirespeed.core.matrix import (
     matrix_from_json,
     round_robin,
 )
-from wirespeed.core.results import Direction, Flow, FlowResult, RungStatus
+from wirespeed.core.records.results import Direction, Flow, FlowResult, RungStatus
 
 HALVES = ("enp1s0f1np1", "enP2p1s0f1np1")
 

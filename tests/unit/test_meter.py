@@ -1,4 +1,4 @@
-"""The stateful meter (wirespeed.core.meter): node samples in, per-cable views out, with peaks and the sticky
+"""The stateful meter (wirespeed.core.fabric.meter): node samples in, per-cable views out, with peaks and the sticky
 shared-PHY decision. Every reading is synthetic with known increments, so every rate is exact."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from wirespeed.core.counters import IfaceReading
-from wirespeed.core.meter import (
+from wirespeed.core.fabric.counters import IfaceReading
+from wirespeed.core.fabric.meter import (
     NETDEV_WARNING,
     Cable,
     Meter,
@@ -412,8 +412,8 @@ def test_view_to_json_rounds_rates() -> None:
 
 
 def test_a_peak_is_kept_as_is_when_the_interval_is_below_it() -> None:
-    from wirespeed.core.counters import CableRate
-    from wirespeed.core.meter import Peak
+    from wirespeed.core.fabric.counters import CableRate
+    from wirespeed.core.fabric.meter import Peak
 
     peak = Peak(5.0, 5.0, 10.0)
     assert peak.update(CableRate("p", {}, False, None, 1.0, None)) is peak

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from wirespeed.core.discovery import Discovery
+from wirespeed.core.fabric.discovery import Discovery
 from wirespeed.core.ladder import NCCL_BELOW_RDMA, RdmaReference, diagnose_collective, rdma_reference
-from wirespeed.core.results import (
+from wirespeed.core.records.results import (
     CollectiveSummary,
     Direction,
     Flow,
@@ -142,7 +142,7 @@ def test_climb_gives_each_rung_the_results_before_it(monkeypatch: pytest.MonkeyP
 
 
 def test_the_nccl_rung_holds_its_figure_against_this_climbs_rdma_bw(sparks: Discovery) -> None:
-    from wirespeed.core import gdr
+    from wirespeed.core.fabric import gdr
     from wirespeed.engine.rungs.nccl import NcclRung, _platform
 
     plan: Any = SimpleNamespace(

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from wirespeed.core.discovery import Discovery
 from wirespeed.core.errors import UsageError
-from wirespeed.core.facts import Gpu, Unknown
+from wirespeed.core.fabric.discovery import Discovery
+from wirespeed.core.fabric.facts import Gpu, Unknown
+from wirespeed.core.fabric.units import parse_size_bytes
 from wirespeed.core.ladder import diagnose_collective
 from wirespeed.core.nccl import (
     NcclOptions,
@@ -27,7 +28,7 @@ from wirespeed.core.nccl import (
     stored_json,
 )
 from wirespeed.core.parsers.sysfs_values import nvidia_smi_csv
-from wirespeed.core.results import (
+from wirespeed.core.records.results import (
     CollectiveSummary,
     Direction,
     NotRunnable,
@@ -37,7 +38,6 @@ from wirespeed.core.results import (
     WireFigures,
 )
 from wirespeed.core.tools.nccl_tests import supports_json_output
-from wirespeed.core.units import parse_size_bytes
 from wirespeed.engine.discover import discover_snapshots
 
 SNAPSHOTS = Path(__file__).parent.parent / "fixtures" / "snapshots"
@@ -337,7 +337,7 @@ def test_socket_ceiling_says_the_fabric_carried_nothing_when_nccl_took_the_manag
 
 
 def test_steady_rate_is_the_median_of_the_intervals_at_half_the_peak_or_more() -> None:
-    from wirespeed.core.meter import steady_rate
+    from wirespeed.core.fabric.meter import steady_rate
 
     launch, sweep = [0.0, 0.0, 0.3], [3.9, 7.9, 8.0, 8.1, 7.8, 0.2, 8.0]
     assert steady_rate(launch + sweep) == (8.0, 5)  # 3.9 and below: the launch and the gaps between sizes
@@ -348,7 +348,7 @@ def test_steady_rate_is_the_median_of_the_intervals_at_half_the_peak_or_more() -
 
 def test_wire_figures_keep_the_steady_rate_through_json() -> None:
     wire = _socket_rung(1.0, dict.fromkeys(HALVES, 1.6)).wire
-    from wirespeed.core.decode import Fields
+    from wirespeed.core.records.decode import Fields
 
     again = WireFigures.from_json(Fields(json.loads(json.dumps(wire.to_json())), "wire"))
     assert again.steady_tx_gbps == wire.steady_tx_gbps and again.steady_intervals == {"gw-1": 22, "gw-2": 21}

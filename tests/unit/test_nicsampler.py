@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import pytest
 
 from wirespeed.adapters import nicsampler
-from wirespeed.core.meter import sample_from_json, sample_to_json
+from wirespeed.core.fabric.meter import sample_from_json, sample_to_json
 from wirespeed.engine import sampling
 
 NET_DEV = """Inter-|   Receive                                                |  Transmit
@@ -358,7 +358,7 @@ def _piped_process(chunks: list[bytes]) -> object:
     """A RemoteProcess whose stdout is a real pipe that gets `chunks`, one write each, then closes."""
     from types import SimpleNamespace
 
-    from wirespeed.core.inventory import Node
+    from wirespeed.core.cluster.inventory import Node
     from wirespeed.engine.remote import RemoteProcess
 
     read_fd, write_fd = os.pipe()

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from wirespeed.core.nodeset import fold_names
+from wirespeed.core.cluster.nodeset import fold_names
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
-from wirespeed.core import importer, pastes
+from wirespeed.core.imports import importer, pastes
 from wirespeed.core.parsers import (
     dmesg,
     ethtool_fec,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from wirespeed.adapters.source import Output, RootedSource, SnapshotSource
-from wirespeed.core.facts import NEEDS_ROOT, PciRootPort, Unknown, facts_from_json
+from wirespeed.core.fabric.facts import NEEDS_ROOT, PciRootPort, Unknown, facts_from_json
 from wirespeed.core.parsers import pcie_log
 from wirespeed.engine.discover import discover_snapshots
 from wirespeed.engine.probes import hardware, host

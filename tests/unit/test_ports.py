@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wirespeed.core.ports import group_ports, pci_address
+from wirespeed.core.fabric.ports import group_ports, pci_address
 
 
 def test_spark_halves_group_by_function_across_domains() -> None:

@@ -15,11 +15,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from wirespeed.adapters import prometheus
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
-from wirespeed.core.counters import IfaceReading
 from wirespeed.core.errors import UsageError
-from wirespeed.core.meter import Cable, Meter, NodeLayout, NodeSample
+from wirespeed.core.fabric.counters import IfaceReading
+from wirespeed.core.fabric.meter import Cable, Meter, NodeLayout, NodeSample
 from wirespeed.core.metrics import Family, WatchMetrics, bench_families, parse_listen
-from wirespeed.core.results import (
+from wirespeed.core.records.results import (
     Ceiling,
     CollectiveSummary,
     Direction,
@@ -230,7 +230,7 @@ def test_serve_needs_its_address() -> None:
 def test_bench_textfile_writes_the_runs_rungs_and_says_where(tmp_path: Path) -> None:
     from wirespeed.cli.bench import write_bench_textfile
     from wirespeed.cli.output import Output
-    from wirespeed.core.run import Run
+    from wirespeed.core.records.run import Run
 
     env = Environment(stdout=io.StringIO(), stderr=io.StringIO(), width=200)
     rung = RungResult("tcp-single", RungStatus.RAN, ceiling=Ceiling("single-flow", ("one core at 100%",)))

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from wirespeed.core.discovery import Discovery
-from wirespeed.core.facts import Gid, NodeFacts, Tool, Unknown
-from wirespeed.core.inventory import Cluster, Node
+from wirespeed.core.cluster.inventory import Cluster, Node
+from wirespeed.core.fabric.discovery import Discovery
+from wirespeed.core.fabric.facts import Gid, NodeFacts, Tool, Unknown
+from wirespeed.core.fabric.rdma import GID_FIX, RdmaOptions, RdmaPair, client_argv, plan_rdma, server_argv
 from wirespeed.core.outcome import CommandResult, Status
-from wirespeed.core.rdma import GID_FIX, RdmaOptions, RdmaPair, client_argv, plan_rdma, server_argv
-from wirespeed.core.results import Direction, Latency, NotRunnable, RungResult, RungStatus
+from wirespeed.core.records.results import Direction, Latency, NotRunnable, RungResult, RungStatus
 from wirespeed.core.tools.perftest import flow_results, latency
 from wirespeed.engine import serving
 from wirespeed.engine.discover import discover_snapshots

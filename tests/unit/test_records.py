@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from wirespeed.core.checks.model import ChecksRecord
-from wirespeed.core.discovery import Discovery
+from wirespeed.core.fabric.discovery import Discovery
 from wirespeed.core.fixplan import Operation
-from wirespeed.core.fixrecord import AppliedChange, FixRecord, NodeFixResult, RevertRecord
-from wirespeed.core.results import Ceiling, RungResult, RungStatus
-from wirespeed.core.run import NodeRef, RunRecord, RunStatus, Step, StepStatus
+from wirespeed.core.records.fixrecord import AppliedChange, FixRecord, NodeFixResult, RevertRecord
+from wirespeed.core.records.results import Ceiling, RungResult, RungStatus
+from wirespeed.core.records.run import NodeRef, RunRecord, RunStatus, Step, StepStatus
 from wirespeed.core.toolchain import NodePlan, NodeSetup, SetupRecord, SetupStep
 from wirespeed.engine.checks import run_checks, select
 from wirespeed.engine.discover import discover_snapshots

@@ -13,7 +13,7 @@ import pytest
 from wirespeed import __version__
 from wirespeed.adapters.process import SILENCE_S, WATCHDOG_SCRIPT
 from wirespeed.adapters.ssh import LocalTransport, SshTransport
-from wirespeed.core.inventory import Cluster, Node
+from wirespeed.core.cluster.inventory import Cluster, Node
 from wirespeed.core.outcome import Status, worst_exit_status
 from wirespeed.engine.remote import Remote, check_agents
 

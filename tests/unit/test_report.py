@@ -15,12 +15,13 @@ import pytest
 
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
-from wirespeed.core import imported as imports
-from wirespeed.core.compare import compare_runs, regressions
-from wirespeed.core.importer import import_text
-from wirespeed.core.meter import Cable, NodeLayout
-from wirespeed.core.report import REPORT_FORMAT_VERSION, environment
-from wirespeed.core.results import (
+from wirespeed.core.fabric.meter import Cable, NodeLayout
+from wirespeed.core.fabric.timeline import build_timeline
+from wirespeed.core.imports import imported as imports
+from wirespeed.core.imports.importer import import_text
+from wirespeed.core.records.compare import compare_runs, regressions
+from wirespeed.core.records.report import REPORT_FORMAT_VERSION, environment
+from wirespeed.core.records.results import (
     Ceiling,
     CollectiveSummary,
     Direction,
@@ -31,8 +32,7 @@ from wirespeed.core.results import (
     SizeFigures,
     WireFigures,
 )
-from wirespeed.core.run import NodeRef, Run, RunRecord, RunStatus, headline
-from wirespeed.core.timeline import build_timeline
+from wirespeed.core.records.run import NodeRef, Run, RunRecord, RunStatus, headline
 from wirespeed.engine.discover import discover_snapshots
 from wirespeed.engine.report import load_report
 from wirespeed.engine.runs import load_run

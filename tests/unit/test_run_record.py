@@ -19,10 +19,10 @@ import pytest
 
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
-from wirespeed.core.compare import compare_runs, regressions
 from wirespeed.core.errors import UsageError
-from wirespeed.core.matrix import HalfFlow, MatrixCell, MatrixResult, Outlier, matrix_from_json
-from wirespeed.core.results import (
+from wirespeed.core.records.compare import compare_runs, regressions
+from wirespeed.core.records.matrix import HalfFlow, MatrixCell, MatrixResult, Outlier, matrix_from_json
+from wirespeed.core.records.results import (
     SCHEMA_VERSION,
     Ceiling,
     CollectiveSummary,
@@ -35,7 +35,7 @@ from wirespeed.core.results import (
     SizeFigures,
     WireFigures,
 )
-from wirespeed.core.run import NodeRef, RunRecord, RunStatus, headline
+from wirespeed.core.records.run import NodeRef, RunRecord, RunStatus, headline
 from wirespeed.engine.rundir import RunDirectory
 from wirespeed.engine.runs import baseline_name, list_runs, load_run, resolve_run, set_baseline
 

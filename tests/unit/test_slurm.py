@@ -12,19 +12,19 @@ from typing import Any
 import pytest
 
 from wirespeed.adapters.slurm import SrunTransport
-from wirespeed.core.errors import InventoryError, UsageError
-from wirespeed.core.inventory import Cluster, Node, parse_host_list
-from wirespeed.core.nccl import NcclOptions, NcclPlan, for_slurm, mpirun_argv
-from wirespeed.core.nodeset import expand_names
-from wirespeed.core.outcome import CommandResult, Status, classify
-from wirespeed.core.parsers.sysfs_values import route_get_iface
-from wirespeed.core.slurm import (
+from wirespeed.core.cluster.inventory import Cluster, Node, parse_host_list
+from wirespeed.core.cluster.nodeset import expand_names
+from wirespeed.core.cluster.slurm import (
     Launcher,
     SlurmAllocation,
     allocation_from_env,
     choose_launch,
     srun_argv,
 )
+from wirespeed.core.errors import InventoryError, UsageError
+from wirespeed.core.nccl import NcclOptions, NcclPlan, for_slurm, mpirun_argv
+from wirespeed.core.outcome import CommandResult, Status, classify
+from wirespeed.core.parsers.sysfs_values import route_get_iface
 from wirespeed.engine.clusters import resolve_cluster
 from wirespeed.engine.discover import discover_snapshots
 

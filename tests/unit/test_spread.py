@@ -13,8 +13,8 @@ import pytest
 
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
-from wirespeed.core.compare import compare_runs
-from wirespeed.core.results import (
+from wirespeed.core.records.compare import compare_runs
+from wirespeed.core.records.results import (
     Ceiling,
     CollectiveSummary,
     Direction,
@@ -25,8 +25,8 @@ from wirespeed.core.results import (
     RungStatus,
     SizeFigures,
 )
-from wirespeed.core.run import NodeRef, PhaseRow, Run, RunRecord, RunStatus, phase_rows, takeaway
-from wirespeed.core.spread import INTERVALS, NOISE, QUARTILES, SIZES, Spread, is_change, rung_spread
+from wirespeed.core.records.run import NodeRef, PhaseRow, Run, RunRecord, RunStatus, phase_rows, takeaway
+from wirespeed.core.records.spread import INTERVALS, NOISE, QUARTILES, SIZES, Spread, is_change, rung_spread
 from wirespeed.core.tools import iperf3, sockperf
 from wirespeed.engine.rundir import RunDirectory
 from wirespeed.ui import takeaway as words

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from wirespeed.adapters.ssh import LocalTransport, SshTransport, default_control_dir, transport_for
-from wirespeed.core.inventory import Node
+from wirespeed.core.cluster.inventory import Node
 
 HOSTILE = ["printf", "%s\\n", "a; rm -rf /", "$(id)", "x y", "`id`", "'quoted'", '"dq"', "back\\slash", "", "*", "~"]
 

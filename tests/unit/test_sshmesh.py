@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from wirespeed.core import sshmesh
+from wirespeed.core.cluster import sshmesh
 from wirespeed.core.errors import UsageError
 
 KEY = "AAAAC3NzaC1lZDI1NTE5AAAAIJzNEvB/Sk6xSKxsthgsfMFk6u3qbUEQSZqoIYiqYnRp"

@@ -286,7 +286,9 @@ def test_tls_false_to_a_remote_switch_is_refused_without_allow_plaintext(passwor
 def test_allow_plaintext_warns_once_naming_the_switch(
     password: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("wirespeed.core.routeros._loopback", lambda address: False)  # the emulator as a remote switch
+    monkeypatch.setattr(
+        "wirespeed.core.cluster.routeros._loopback", lambda address: False
+    )  # the emulator as a remote switch
     with RouterOSEmulator(password=password, tls=False) as plain:
         where = address(plain)
         cluster = cluster_file(tmp_path, where, None, tls=False)
@@ -303,7 +305,7 @@ def test_allow_plaintext_warns_once_naming_the_switch(
 
 @pytest.mark.parametrize("where", ["127.0.0.1:8080", "localhost", "[::1]:8443", "::1"])
 def test_tls_false_to_loopback_is_no_cleartext_risk(where: str) -> None:
-    from wirespeed.core.routeros import SwitchConfig, cleartext_password
+    from wirespeed.core.cluster.routeros import SwitchConfig, cleartext_password
 
     assert cleartext_password(SwitchConfig("routeros", where, tls=False)) is None
     assert cleartext_password(SwitchConfig("routeros", "192.168.88.1", tls=False)) is not None

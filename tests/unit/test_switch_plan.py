@@ -10,8 +10,8 @@ import pytest
 
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
+from wirespeed.core.cluster.routeros import HostHalf, PlanOptions, SwitchConfig, parse_switch_table, parse_version, plan
 from wirespeed.core.errors import InventoryError
-from wirespeed.core.routeros import HostHalf, PlanOptions, SwitchConfig, parse_switch_table, parse_version, plan
 
 NODES = ("spark-1", "spark-2", "spark-3", "spark-4")
 

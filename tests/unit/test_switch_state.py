@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from emulators.routeros_rest import EthernetPort, RouterOSEmulator
-from wirespeed.core.routeros import PlanOptions, SwitchConfig, rate_gbps
-from wirespeed.core.switchstate import (
+from wirespeed.core.cluster.routeros import PlanOptions, SwitchConfig, rate_gbps
+from wirespeed.core.cluster.switchstate import (
     PortUpdate,
     SwitchReplyError,
     SwitchState,

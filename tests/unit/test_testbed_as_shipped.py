@@ -115,8 +115,8 @@ def test_the_holder_keeps_its_taps_open_and_says_its_pid(tmp_path: Path) -> None
 
 def _rung(directory: Path, phase: str, gbps: float, ceiling: str, why: str, halves: list[str]) -> None:
     """A commission's run directory as it writes it: run.json, and tcp-halves of one phase with a flow per half."""
-    from wirespeed.core.results import Ceiling, Direction, Flow, FlowResult, RungResult, RungStatus
-    from wirespeed.core.run import NodeRef, RunRecord, RunStatus
+    from wirespeed.core.records.results import Ceiling, Direction, Flow, FlowResult, RungResult, RungStatus
+    from wirespeed.core.records.run import NodeRef, RunRecord, RunStatus
 
     share = gbps / len(halves)
     flows = tuple(
@@ -136,7 +136,7 @@ def test_the_demo_ends_saying_what_moved_and_why(tmp_path: Path) -> None:
     _rung(tmp_path, "after", 3.96, "wire", "3.96 Gb/s of 4 Gb/s line rate (99%) on every cabled half (4)",
           ["enp1s0f0np0", "enP2p1s0f0np0", "enp1s0f1np1", "enP2p1s0f1np1"])  # fmt: skip
     from wirespeed.core.fixplan import Operation
-    from wirespeed.core.fixrecord import FixRecord
+    from wirespeed.core.records.fixrecord import FixRecord
 
     ops = (
         Operation("addr", "enP2p1s0f0np0", "198.19.101.10/24", "addr.halves"),

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from wirespeed.core.inventory import Cluster, Node, parse_cluster_toml, with_nccl_env
+from wirespeed.core.cluster.inventory import Cluster, Node, parse_cluster_toml, with_nccl_env
 from wirespeed.core.nccl import NcclPlan
-from wirespeed.core.tune import (
+from wirespeed.core.records.tune import (
     IB,
     SOCKET,
     Trial,
@@ -216,7 +216,7 @@ def test_the_report_shows_every_candidate_in_a_table_and_a_plot(tmp_path: Path) 
 
     from wirespeed.cli.main import main
     from wirespeed.cli.output import Environment
-    from wirespeed.core.run import NodeRef, RunRecord, RunStatus
+    from wirespeed.core.records.run import NodeRef, RunRecord, RunStatus
 
     run_dir = RunDirectory(tmp_path)
     run_dir.start(RunRecord("0.1.0", ("tune", "nccl"), "nccl", {}, "lab", (NodeRef("wgn-1", "a"),),
@@ -239,7 +239,7 @@ def test_the_report_shows_every_candidate_in_a_table_and_a_plot(tmp_path: Path) 
 
 def test_busbw_from_the_time_column_has_the_digits_the_table_rounds_away() -> None:
     from wirespeed.core.nccl import read_run
-    from wirespeed.core.tune import busbw_from_time
+    from wirespeed.core.records.tune import busbw_from_time
 
     summary = read_run("sendrecv", REAL.read_text(), None).summary
     assert summary is not None and summary.peak is not None

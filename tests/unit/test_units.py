@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wirespeed.core.errors import UsageError
-from wirespeed.core.units import format_rate, parse_rate_bps, tc_rate
+from wirespeed.core.fabric.units import format_rate, parse_rate_bps, tc_rate
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from wirespeed.core.meter import Cable, NodeLayout, NodeSample, NodeView, sample_from_json
+from wirespeed.core.fabric.meter import Cable, NodeLayout, NodeSample, NodeView, sample_from_json
 from wirespeed.engine.sampling import Ended
 from wirespeed.engine.wire import WireRecorder
 

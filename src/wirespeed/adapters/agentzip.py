@@ -18,7 +18,7 @@ from pathlib import Path
 
 import wirespeed
 from wirespeed import __version__
-from wirespeed.core.agentship import (
+from wirespeed.core.cluster.agentship import (
     CONTROLLER_ONLY,
     MAIN_PY,
     agent_file_name,

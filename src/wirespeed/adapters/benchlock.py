@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from wirespeed.adapters.configroot import system_path
-from wirespeed.core.benchlock import BUSY, LOCKED, WAITING, Holder, answer
+from wirespeed.core.cluster.benchlock import BUSY, LOCKED, WAITING, Holder, answer
 from wirespeed.core.errors import ExitStatus
 
 LOCK = "/run/lock/wirespeed-bench.lock"  # world-writable (1777) on Debian and Ubuntu; per node on emulated ones

@@ -8,7 +8,7 @@ puts the name (or a shorter one) in front: `wirespeed: cluster.toml: not a regul
 Paths read from something someone else made (a snapshot, a run directory, an import) are read with `root=`: the
 path is resolved first and a symbolic link that leaves the root is refused, naming where it points, never followed
 (a link inside the root, as a snapshot mirrors sysfs, is fine). JSON is read through `load_json`, which refuses
-nesting past wirespeed.core.nesting.MAX_DEPTH and a top level of the wrong kind before anything uses it.
+nesting past wirespeed.core.records.nesting.MAX_DEPTH and a top level of the wrong kind before anything uses it.
 
 Every file wirespeed writes goes through `replacing`/`write_atomic` (a new temporary beside the target, opened with
 O_CREAT|O_EXCL|O_NOFOLLOW, written, fsynced, then renamed over the target: a link planted at either name is never
@@ -27,8 +27,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from wirespeed.core import nesting
 from wirespeed.core.errors import WirespeedError
+from wirespeed.core.records import nesting
 
 
 class Unreadable(ValueError):

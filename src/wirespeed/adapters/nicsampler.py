@@ -19,7 +19,7 @@ from operator import itemgetter
 from pathlib import Path
 
 from wirespeed.adapters.ethtool_ioctl import EthtoolError, StatsReader
-from wirespeed.core.counters import (
+from wirespeed.core.fabric.counters import (
     RDMA_WORDS,
     CpuTimes,
     IfaceReading,
@@ -28,7 +28,7 @@ from wirespeed.core.counters import (
     parse_proc_stat,
     select_counters,
 )
-from wirespeed.core.meter import NodeSample
+from wirespeed.core.fabric.meter import NodeSample
 
 NET = Path("/sys/class/net")
 RESCAN_S = 1.0

@@ -21,7 +21,7 @@ from prometheus_client.registry import Collector
 
 from wirespeed.adapters import files
 from wirespeed.core.errors import UsageError, WirespeedError
-from wirespeed.core.meter import NodeLayout, NodeSample, NodeView
+from wirespeed.core.fabric.meter import NodeLayout, NodeSample, NodeView
 from wirespeed.core.metrics import Family, WatchMetrics
 
 TEXTFILE_NAME = "wirespeed.prom"  # the node exporter reads DIR/*.prom

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from wirespeed.core.cluster.routeros import SwitchConfig
 from wirespeed.core.errors import SwitchError
-from wirespeed.core.routeros import SwitchConfig
 
 DEFAULT_TIMEOUT_S = 10.0
 

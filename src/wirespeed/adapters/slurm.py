@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from wirespeed.core.inventory import Node
-from wirespeed.core.slurm import srun_argv
+from wirespeed.core.cluster.inventory import Node
+from wirespeed.core.cluster.slurm import srun_argv
 
 
 @dataclass

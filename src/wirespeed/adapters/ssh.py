@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from wirespeed.core.inventory import Node
+from wirespeed.core.cluster.inventory import Node
 
 
 class Transport(Protocol):

@@ -69,7 +69,7 @@ def agent_facts(ctx: Ctx, node: str, root_parts: bool) -> None:
     """Print this node's facts as JSON (what `discover` reads on every node); with --root-parts only what needs
     root to read (the kernel log, the firewall), for `--become` to read through sudo."""
     from wirespeed.adapters.source import LiveSource
-    from wirespeed.core.facts import to_jsonable
+    from wirespeed.core.fabric.facts import to_jsonable
     from wirespeed.engine.collect import collect, collect_root_parts
 
     if root_parts:
@@ -105,7 +105,7 @@ def agent_lock(holder_json: str, wait: bool, wait_s: float) -> None:
     import json
 
     from wirespeed.adapters.benchlock import hold
-    from wirespeed.core.benchlock import Holder
+    from wirespeed.core.cluster.benchlock import Holder
 
     try:
         holder = Holder.from_json(json.loads(holder_json))
@@ -233,7 +233,7 @@ def agent_rollback_timer(token: str) -> None:
 @click.option("--user", "user", required=True)
 def agent_unsudoers(user: str) -> None:
     """Remove init's sudoers drop-in and the root-owned agents (run as root, by that drop-in; `init --undo`)."""
-    from wirespeed.core.become import SUDOERS_MARK, SYSTEM_AGENT_DIR, sudoers_path
+    from wirespeed.core.cluster.become import SUDOERS_MARK, SYSTEM_AGENT_DIR, sudoers_path
 
     path = Path(sudoers_path(user))
     if path.exists():

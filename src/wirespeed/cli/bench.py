@@ -24,9 +24,9 @@ from wirespeed.cli.common import (
 )
 from wirespeed.cli.output import Output
 from wirespeed.core.errors import ExitStatus, UsageError
-from wirespeed.core.matrix import MatrixCell
-from wirespeed.core.results import RungStatus
-from wirespeed.core.run import Run, RunStatus, takeaway
+from wirespeed.core.records.matrix import MatrixCell
+from wirespeed.core.records.results import RungStatus
+from wirespeed.core.records.run import Run, RunStatus, takeaway
 from wirespeed.engine import rungs
 from wirespeed.ui import render
 
@@ -114,7 +114,7 @@ def shared_options(
     iters: int, env: tuple[str, ...], nccl_timeout: int,
 ) -> rungs.BenchOptions:  # fmt: skip
     """The shared options of every rung, each one checked with a one-line error and an example."""
-    from wirespeed.core.units import parse_size_bytes
+    from wirespeed.core.fabric.units import parse_size_bytes
 
     chosen = [c.strip() for c in collectives.split(",") if c.strip()]
     if not chosen or any(not re.fullmatch(r"[a-z_]+", c) for c in chosen):

@@ -25,9 +25,9 @@ from wirespeed.cli.common import (
 from wirespeed.cli.output import Output
 from wirespeed.core.errors import ExitStatus
 from wirespeed.core.fixplan import Operation
-from wirespeed.core.report import RunReport
-from wirespeed.core.results import RungStatus
-from wirespeed.core.run import Run, RunStatus, phase_rows, takeaway
+from wirespeed.core.records.report import RunReport
+from wirespeed.core.records.results import RungStatus
+from wirespeed.core.records.run import Run, RunStatus, phase_rows, takeaway
 from wirespeed.engine import rungs
 from wirespeed.engine.commission import Confirm
 from wirespeed.ui import render

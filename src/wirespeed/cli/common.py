@@ -13,10 +13,10 @@ import click
 
 from wirespeed.adapters.slurm import SrunTransport
 from wirespeed.cli.output import Environment, Output
-from wirespeed.core.become import Become
+from wirespeed.core.cluster.become import Become
+from wirespeed.core.cluster.inventory import Cluster
+from wirespeed.core.cluster.slurm import Launcher
 from wirespeed.core.errors import InventoryError, UsageError
-from wirespeed.core.inventory import Cluster
-from wirespeed.core.slurm import Launcher
 from wirespeed.engine.clusters import resolve_cluster
 from wirespeed.engine.remote import Remote
 

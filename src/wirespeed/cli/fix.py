@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from wirespeed.cli.common import Ctx, Seconds, cluster_options, json_option, pass_ctx, resolve_remote
-from wirespeed.core.become import HOW
+from wirespeed.core.cluster.become import HOW
 from wirespeed.core.errors import ExitStatus, WirespeedError
 
 

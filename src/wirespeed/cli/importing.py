@@ -1,5 +1,5 @@
 """`wirespeed import FILE...`: bring in the tool outputs people already have. The reading and recognising is
-wirespeed.core.importer (pure); this module opens the files, prints one summary or JSON line per file, writes
+wirespeed.core.imports.importer (pure); this module opens the files, prints one summary or JSON line per file, writes
 RUN_DIR/imported/ and turns every failure into one line naming the file, so one bad file never hides the others.
 
 Registered by wirespeed.cli.main; like every command module it takes its shared parts from wirespeed.cli.common.
@@ -17,8 +17,8 @@ from rich.table import Table
 from wirespeed.adapters import files as file_io
 from wirespeed.cli.common import CONTEXT, Ctx, runs_option
 from wirespeed.cli.output import Output
-from wirespeed.core import imported, importer
 from wirespeed.core.errors import ExitStatus, UsageError
+from wirespeed.core.imports import imported, importer
 
 # --------------------------------------------------------------------------------------------------- reading
 

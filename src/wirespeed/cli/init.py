@@ -15,9 +15,9 @@ from pathlib import Path
 import click
 
 from wirespeed.cli.common import CONTEXT, Ctx
-from wirespeed.core import sshmesh
+from wirespeed.core.cluster import sshmesh
+from wirespeed.core.cluster.inventory import DEFAULT_AGENT
 from wirespeed.core.errors import ExitStatus, UsageError
-from wirespeed.core.inventory import DEFAULT_AGENT
 
 FINAL_CHECKS = "ssh.mesh,link.halves,addr.subnets"
 
@@ -141,7 +141,7 @@ def init_cmd(
         )
     if sudoers:
         from wirespeed.cli import common
-        from wirespeed.core.become import Become
+        from wirespeed.core.cluster.become import Become
 
         become = Become(common.ask_become_pass(path.name) if ask_become_pass else None)
         refused = engine.grant_sudoers(path, become, say)

@@ -1,7 +1,7 @@
 """`wirespeed check --pastes FILE...`: the checks run on what people paste when they ask for help (NCCL INFO logs,
 dmesg, lspci -vv, ip addr, ethtool, nvidia-smi topo -m), not on live nodes. The reading and the facts are
-wirespeed.core.pastes (pure); this module opens the files, runs every check the facts allow, and says in one line per
-check which had nothing to read, and which lines of each file were read past.
+wirespeed.core.imports.pastes (pure); this module opens the files, runs every check the facts allow, and says in
+one line per check which had nothing to read, and which lines of each file were read past.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from typing import Any
 
 from wirespeed.cli.common import Ctx
 from wirespeed.cli.output import Output
-from wirespeed.core import gdr, importer, pastes
 from wirespeed.core.checks.model import SEVERITY_ORDER, CheckResult, CheckRun
 from wirespeed.core.errors import ExitStatus, WirespeedError
+from wirespeed.core.fabric import gdr
+from wirespeed.core.imports import importer, pastes
 from wirespeed.core.parsers.paste import SkippedLine
 
 _SHOWN = 5  # skipped lines shown per file; --json lists them all
@@ -98,8 +99,8 @@ def _nccl_lines(found: pastes.PasteFacts, where: Mapping[int, str | None] | None
 
 def _run(built: pastes.PasteFacts, plan: pastes.CheckPlan) -> CheckRun:
     """Each check on the nodes whose pastes hold what it reads, as one run."""
-    from wirespeed.core.cabling import build_map, edges_from_addresses
-    from wirespeed.core.discovery import Discovery
+    from wirespeed.core.fabric.cabling import build_map, edges_from_addresses
+    from wirespeed.core.fabric.discovery import Discovery
     from wirespeed.engine import checks
 
     by_nodes: dict[tuple[str, ...], list[str]] = {}

@@ -10,7 +10,7 @@ import click
 from wirespeed.cli.common import CONTEXT, Ctx, Percent, json_option, pass_ctx, runs_option
 from wirespeed.cli.output import Output
 from wirespeed.core.errors import ExitStatus, UsageError, WirespeedError
-from wirespeed.core.run import Run
+from wirespeed.core.records.run import Run
 
 
 def _problems(out: Output, run: Run) -> None:
@@ -28,7 +28,7 @@ def runs_cmd(ctx: Ctx, runs_dir: Path, json_mode: bool) -> ExitStatus:
     run could not be read (each is named, one line)."""
     from rich.table import Table
 
-    from wirespeed.core.run import headline
+    from wirespeed.core.records.run import headline
     from wirespeed.engine.runs import baseline_name, list_runs
 
     out = ctx.output(json_mode)
@@ -87,8 +87,8 @@ def compare_cmd(ctx: Ctx, runs: tuple[str, ...], threshold: float, runs_dir: Pat
     no measurement can have: NaN, infinite, negative, absurdly large): that rung is named and never compared."""
     from rich.table import Table
 
-    from wirespeed.core.compare import DAMAGED, compare_runs, regressions
-    from wirespeed.core.spread import NOISE
+    from wirespeed.core.records.compare import DAMAGED, compare_runs, regressions
+    from wirespeed.core.records.spread import NOISE
     from wirespeed.engine.runs import BASELINE_NAME, load_run, resolve_run
 
     if len(runs) not in (1, 2):

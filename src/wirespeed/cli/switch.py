@@ -16,10 +16,10 @@ import click
 
 from wirespeed.cli.common import CONTEXT, Count, Ctx, Seconds, resolve_remote
 from wirespeed.cli.output import Output
+from wirespeed.core.cluster.routeros import FEC_MODES, SPEEDS, HostHalf, PlanOptions, SwitchConfig, plan
+from wirespeed.core.cluster.switchstate import PortProblem, SwitchState, plan_updates, port_problems, wanted_ports
 from wirespeed.core.errors import ExitStatus, UsageError
-from wirespeed.core.facts import to_jsonable
-from wirespeed.core.routeros import FEC_MODES, SPEEDS, HostHalf, PlanOptions, SwitchConfig, plan
-from wirespeed.core.switchstate import PortProblem, SwitchState, plan_updates, port_problems, wanted_ports
+from wirespeed.core.fabric.facts import to_jsonable
 
 HOST_MTU = Count(1280, 9978, "bytes")  # what PlanOptions accepts: the switch's L2MTU tops out at 10218
 

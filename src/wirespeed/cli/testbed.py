@@ -10,7 +10,7 @@ import click
 from wirespeed.cli.common import CONTEXT, PASS_THROUGH, Count, Ctx, json_option, pass_ctx
 from wirespeed.cli.output import Output
 from wirespeed.core.errors import ExitStatus, UsageError
-from wirespeed.core.units import parse_rate_bps
+from wirespeed.core.fabric.units import parse_rate_bps
 from wirespeed.ui import render
 
 

@@ -21,7 +21,7 @@ from wirespeed.cli.common import (
 )
 from wirespeed.cli.output import Output
 from wirespeed.core.errors import ExitStatus, UsageError
-from wirespeed.core.results import NotRunnable
+from wirespeed.core.records.results import NotRunnable
 
 MAX_BUDGET_S = 7 * 86400  # a week: a search meant to run longer is a campaign, not a command
 
@@ -80,8 +80,8 @@ def tune_nccl_cmd(
     interrupted (what was measured is kept)."""
     from wirespeed.adapters.signals import signals_interrupt
     from wirespeed.cli.bench import shared_options
-    from wirespeed.core.tune import cluster_toml_lines, export_lines, label
-    from wirespeed.core.units import parse_size_bytes
+    from wirespeed.core.fabric.units import parse_size_bytes
+    from wirespeed.core.records.tune import cluster_toml_lines, export_lines, label
     from wirespeed.engine import bench, discover
     from wirespeed.engine import tune as engine
     from wirespeed.engine.benchlock import cluster_lock
@@ -154,7 +154,7 @@ def tune_nccl_cmd(
 
 def _save(out: Output, source: str, best: tuple[tuple[str, str], ...]) -> None:
     """The winner into the cluster file's [nccl.env]; the rest of the file, comments included, as it was."""
-    from wirespeed.core.inventory import with_nccl_env
+    from wirespeed.core.cluster.inventory import with_nccl_env
 
     path = Path(source)
     if not path.is_file():

@@ -75,7 +75,7 @@ def watch_cmd(
     import contextlib
     import ipaddress
 
-    from wirespeed.core.meter import layout_from_facts
+    from wirespeed.core.fabric.meter import layout_from_facts
     from wirespeed.core.metrics import parse_listen
     from wirespeed.engine import discover
     from wirespeed.engine.live import LiveBoard

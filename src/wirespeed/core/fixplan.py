@@ -35,7 +35,7 @@ from wirespeed.core.checks.sysctl import (
     in_network_namespace,
     sysctl_arp,
 )
-from wirespeed.core.facts import NodeFacts, Unknown
+from wirespeed.core.fabric.facts import NodeFacts, Unknown
 
 RECOMMENDED_MTU = 9000
 KINDS = ("sysctl", "mtu", "link", "addr", "route", "file", "unlink")

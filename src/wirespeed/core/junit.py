@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from xml.etree import ElementTree as ET
 
 from wirespeed.core.checks.model import CheckResult, ChecksRecord, CheckStatus, Evidence
-from wirespeed.core.results import RungResult, RungStatus
+from wirespeed.core.records.results import RungResult, RungStatus
 
 PASS, FAIL, SKIP, ERROR = "pass", "fail", "skip", "error"
 

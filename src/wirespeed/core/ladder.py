@@ -11,9 +11,10 @@ import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from wirespeed.core.cabling import CablingMap
-from wirespeed.core.facts import PCIE_PAYLOAD_EFFICIENCY, NodeFacts
-from wirespeed.core.results import (
+from wirespeed.core.fabric.cabling import CablingMap
+from wirespeed.core.fabric.facts import PCIE_PAYLOAD_EFFICIENCY, NodeFacts
+from wirespeed.core.fabric.units import format_size_bytes
+from wirespeed.core.records.results import (
     BITS_PER_BYTE,
     Ceiling,
     Direction,
@@ -24,7 +25,6 @@ from wirespeed.core.results import (
     RungStatus,
     WireFigures,
 )
-from wirespeed.core.units import format_size_bytes
 
 WIRE_FRACTION = 0.90  # at or above this share of the line rate, the wire is the ceiling
 CPU_SATURATED = 90.0  # a core this busy limits a TCP flow

@@ -14,13 +14,13 @@ import ipaddress
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from wirespeed.core.counters import is_congestion
 from wirespeed.core.errors import UsageError
-from wirespeed.core.meter import NodeLayout, NodeSample, NodeView
-from wirespeed.core.results import Direction, RungResult
+from wirespeed.core.fabric.counters import is_congestion
+from wirespeed.core.fabric.meter import NodeLayout, NodeSample, NodeView
+from wirespeed.core.records.results import Direction, RungResult
 
 PREFIX = "wirespeed_"
-GIGA = 1e9  # Gb/s and GB/s are 10^9 (core/units)
+GIGA = 1e9  # Gb/s and GB/s are 10^9 (core/fabric/units)
 BYTES_PER_GIGABIT = GIGA / 8
 
 

@@ -17,14 +17,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from wirespeed.core.cabling import CablingMap
-from wirespeed.core.facts import NodeFacts, Unknown
-from wirespeed.core.gdr import explain_hosts
-from wirespeed.core.gdr import used as gdr_used
+from wirespeed.core.fabric.cabling import CablingMap
+from wirespeed.core.fabric.facts import NodeFacts, Unknown
+from wirespeed.core.fabric.gdr import explain_hosts
+from wirespeed.core.fabric.gdr import used as gdr_used
 from wirespeed.core.mpi_failure import read_failure
 from wirespeed.core.parsers import nccl_info
 from wirespeed.core.parsers.ldd import default_directory
-from wirespeed.core.results import CollectiveSummary, NotRunnable, SizeFigures
+from wirespeed.core.records.results import CollectiveSummary, NotRunnable, SizeFigures
 from wirespeed.core.tools import nccl_tests
 
 DEFAULT_COLLECTIVES = ("sendrecv", "all_gather", "all_reduce")
@@ -427,7 +427,7 @@ class NcclReading:
 def read_run(collective: str, stdout: str, json_text: str | None, platform: str | None = None) -> NcclReading:
     """The rung's figures: rows and average from nccl-tests' JSON when it wrote one (the figure of record), else
     from its table; transport, GPUDirect and the devices used from the INFO lines of stdout, and what GPUDirect's
-    state means on `platform` (wirespeed.core.gdr: UNIFIED for GB10, DISCRETE, None unknown)."""
+    state means on `platform` (wirespeed.core.fabric.gdr: UNIFIED for GB10, DISCRETE, None unknown)."""
     try:
         text = nccl_tests.parse_text(stdout)
     except ValueError as exc:  # no nccl-tests line at all: mpirun may have failed before it started a rank

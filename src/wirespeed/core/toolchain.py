@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wirespeed.core.decode import Fields
 from wirespeed.core.parsers import fatbin
-from wirespeed.core.results import SCHEMA_VERSION, check_version
+from wirespeed.core.records.decode import Fields
+from wirespeed.core.records.results import SCHEMA_VERSION, check_version
 
 NCCL_RELEASE = "2.28.9-1"  # a release tag of NVIDIA/nccl: Blackwell (sm_120/121) kernels, ncclGetVersion 22809
 NCCL_TESTS_RELEASE = "2.19.6"  # a release tag of NVIDIA/nccl-tests (NCCL_TESTS_VERSION in src/common.h)

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from wirespeed import __version__
 from wirespeed.core.checks.model import CheckRun, CheckStatus
-from wirespeed.core.discovery import Discovery
 from wirespeed.core.errors import WirespeedError
-from wirespeed.core.matrix import MatrixCell, MatrixResult
-from wirespeed.core.results import NotRunnable, RungResult, RungStatus
-from wirespeed.core.run import NodeRef, RunRecord, RunStatus
+from wirespeed.core.fabric.discovery import Discovery
+from wirespeed.core.records.matrix import MatrixCell, MatrixResult
+from wirespeed.core.records.results import NotRunnable, RungResult, RungStatus
+from wirespeed.core.records.run import NodeRef, RunRecord, RunStatus
 from wirespeed.engine import rungs
 from wirespeed.engine.live import LiveBoard
 from wirespeed.engine.remote import Remote

@@ -1,4 +1,4 @@
-"""Taking every node's bench lock before measuring (see `wirespeed.core.benchlock`): in name order, one node at
+"""Taking every node's bench lock before measuring (see `wirespeed.core.cluster.benchlock`): in name order, one node at
 a time, so that two controllers that both `--wait` queue rather than each holding half the cluster. The locks
 live exactly as long as the block: stopping the agents (or this controller dying) releases them."""
 
@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from wirespeed.adapters.process import Budget, MiB
-from wirespeed.core.benchlock import BUSY, LOCKED, WAITING, Holder, read_answer
+from wirespeed.core.cluster.benchlock import BUSY, LOCKED, WAITING, Holder, read_answer
 from wirespeed.core.errors import ExitStatus, WirespeedError
 from wirespeed.engine.remote import Remote, RemoteProcess
 from wirespeed.engine.rundir import utc_now

@@ -20,12 +20,12 @@ from wirespeed.core.checks.model import (
     CheckRun,
     SwitchReading,
 )
-from wirespeed.core.counters import iface_rate
-from wirespeed.core.discovery import Discovery
+from wirespeed.core.cluster.inventory import Node
 from wirespeed.core.errors import UsageError
-from wirespeed.core.facts import NodeFacts, Unknown
-from wirespeed.core.inventory import Node
-from wirespeed.core.meter import layout_from_facts, sample_from_json
+from wirespeed.core.fabric.counters import iface_rate
+from wirespeed.core.fabric.discovery import Discovery
+from wirespeed.core.fabric.facts import NodeFacts, Unknown
+from wirespeed.core.fabric.meter import layout_from_facts, sample_from_json
 from wirespeed.engine.remote import Remote
 
 CHECK_MODULES = ("wirespeed.core.checks.mesh", "wirespeed.core.checks.all")

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wirespeed.adapters import files
+from wirespeed.core.cluster.inventory import Cluster, loads_toml, parse_cluster_toml, parse_host_list
+from wirespeed.core.cluster.routeros import SwitchConfig, parse_switch_table
+from wirespeed.core.cluster.slurm import Launcher, SlurmChoice, allocation_from_env, choose_launch
 from wirespeed.core.errors import InventoryError, UsageError
-from wirespeed.core.inventory import Cluster, loads_toml, parse_cluster_toml, parse_host_list
-from wirespeed.core.routeros import SwitchConfig, parse_switch_table
-from wirespeed.core.slurm import Launcher, SlurmChoice, allocation_from_env, choose_launch
 
 CLUSTER_ENV = "WIRESPEED_CLUSTER"
 NO_CLUSTER = "no cluster: run `wirespeed init` on a node, or pass --cluster/--hosts"

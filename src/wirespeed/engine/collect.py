@@ -6,8 +6,8 @@ so that a field added to the record is one line here and mypy checks each one.""
 from __future__ import annotations
 
 from wirespeed.adapters.source import NodeSource
-from wirespeed.core.facts import NodeFacts
-from wirespeed.core.ports import group_ports
+from wirespeed.core.fabric.facts import NodeFacts
+from wirespeed.core.fabric.ports import group_ports
 from wirespeed.engine.probes import config, hardware, host, net, tools
 from wirespeed.engine.probes.config import ConfigFiles
 

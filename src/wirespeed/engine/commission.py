@@ -20,15 +20,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from wirespeed import __version__
-from wirespeed.core.become import HOW
 from wirespeed.core.checks.model import CheckInput, CheckRun, CheckStatus
-from wirespeed.core.discovery import Discovery
+from wirespeed.core.cluster.become import HOW
 from wirespeed.core.errors import WirespeedError
-from wirespeed.core.facts import NEEDS_ROOT
+from wirespeed.core.fabric.discovery import Discovery
+from wirespeed.core.fabric.facts import NEEDS_ROOT
 from wirespeed.core.fixplan import Operation, plan_nodes
-from wirespeed.core.fixrecord import FixRecord
-from wirespeed.core.results import NotRunnable, RungStatus
-from wirespeed.core.run import NodeRef, RunRecord, RunStatus, Step, StepStatus
+from wirespeed.core.records.fixrecord import FixRecord
+from wirespeed.core.records.results import NotRunnable, RungStatus
+from wirespeed.core.records.run import NodeRef, RunRecord, RunStatus, Step, StepStatus
 from wirespeed.engine import checks as checking
 from wirespeed.engine import fix as fixing
 from wirespeed.engine import rungs

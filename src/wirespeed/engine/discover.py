@@ -18,16 +18,16 @@ from typing import Any
 from wirespeed.adapters import files
 from wirespeed.adapters.source import SnapshotSource
 from wirespeed.adapters.source import archive as pack_snapshot
-from wirespeed.core.become import HOW
-from wirespeed.core.cabling import (
+from wirespeed.core.cluster.become import HOW
+from wirespeed.core.errors import WirespeedError
+from wirespeed.core.fabric.cabling import (
     Heard,
     build_map,
     edges_from_addresses,
     edges_from_probe,
 )
-from wirespeed.core.discovery import Discovery
-from wirespeed.core.errors import WirespeedError
-from wirespeed.core.facts import NEEDS_ROOT, NodeFacts, facts_from_json
+from wirespeed.core.fabric.discovery import Discovery
+from wirespeed.core.fabric.facts import NEEDS_ROOT, NodeFacts, facts_from_json
 from wirespeed.engine.collect import collect
 from wirespeed.engine.remote import Remote, ensure_agents
 

@@ -32,13 +32,13 @@ from typing import Any
 
 from wirespeed.adapters import files
 from wirespeed.adapters.ssh import SshTransport, Transport
-from wirespeed.core.become import HOW
 from wirespeed.core.checks.model import CheckInput
+from wirespeed.core.cluster.become import HOW
+from wirespeed.core.cluster.inventory import Node
 from wirespeed.core.errors import WirespeedError
-from wirespeed.core.facts import NodeFacts
+from wirespeed.core.fabric.facts import NodeFacts
 from wirespeed.core.fixplan import FixPlan, Operation, plan_nodes, undo_of
-from wirespeed.core.fixrecord import AppliedChange, NodeFixResult, RevertRecord
-from wirespeed.core.inventory import Node
+from wirespeed.core.records.fixrecord import AppliedChange, NodeFixResult, RevertRecord
 from wirespeed.engine import checks as checking
 from wirespeed.engine import discover, init
 from wirespeed.engine.fixjournal import APPLIED, CONFIRMED, REVERTED, ROLLEDBACK

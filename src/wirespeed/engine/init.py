@@ -18,11 +18,11 @@ from pathlib import Path
 from wirespeed.adapters import files
 from wirespeed.adapters.process import run_process
 from wirespeed.adapters.ssh import LocalTransport, SshTransport, Transport, default_control_dir
-from wirespeed.core import sshmesh
-from wirespeed.core.become import SYSTEM_AGENT_DIR, Become, install_sudoers_argv, sudoers_path, sudoers_text
+from wirespeed.core.cluster import sshmesh
+from wirespeed.core.cluster.become import SYSTEM_AGENT_DIR, Become, install_sudoers_argv, sudoers_path, sudoers_text
+from wirespeed.core.cluster.inventory import DEFAULT_AGENT, Cluster, Node, local_cluster, render_cluster_toml
 from wirespeed.core.errors import UsageError, WirespeedError
-from wirespeed.core.facts import NodeFacts
-from wirespeed.core.inventory import DEFAULT_AGENT, Cluster, Node, local_cluster, render_cluster_toml
+from wirespeed.core.fabric.facts import NodeFacts
 from wirespeed.core.parsers import sysfs_values as sv
 from wirespeed.engine.discover import discover_live
 from wirespeed.engine.remote import Remote
@@ -369,7 +369,7 @@ def grant_sudoers(path: Path, become: Become, say: Callable[[str], None]) -> lis
     says `become = "sudoers"`, so that every command runs its privileged steps through it with no --become.
     Returns one line per node that could not be given it."""
     from wirespeed.adapters.agentzip import agent_content, build_agent
-    from wirespeed.core.agentship import AgentSource
+    from wirespeed.core.cluster.agentship import AgentSource
     from wirespeed.engine.clusters import load_cluster_file
     from wirespeed.engine.remote import ensure_agents
 

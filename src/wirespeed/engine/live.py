@@ -7,8 +7,8 @@ import threading
 import time
 from collections.abc import Sequence
 
-from wirespeed.core.board import Board, Frame
-from wirespeed.core.meter import NodeView
+from wirespeed.core.fabric.board import Board, Frame
+from wirespeed.core.fabric.meter import NodeView
 
 
 class LiveBoard:

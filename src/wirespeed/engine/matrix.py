@@ -11,9 +11,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from wirespeed.core.discovery import Discovery
+from wirespeed.core.fabric.discovery import Discovery
+from wirespeed.core.fabric.meter import layout_from_facts
+from wirespeed.core.fabric.rdma import RdmaOptions, RdmaPair, plan_rdma
+from wirespeed.core.fabric.relay import round_flows, round_label
 from wirespeed.core.ladder import linked_halves
-from wirespeed.core.matrix import (
+from wirespeed.core.records.matrix import (
     HalfFlow,
     MatrixCell,
     MatrixResult,
@@ -25,10 +28,7 @@ from wirespeed.core.matrix import (
     round_robin,
     unshared_half_flows,
 )
-from wirespeed.core.meter import layout_from_facts
-from wirespeed.core.rdma import RdmaOptions, RdmaPair, plan_rdma
-from wirespeed.core.relay import round_flows, round_label
-from wirespeed.core.results import Flow, FlowResult, NotRunnable, RungStatus
+from wirespeed.core.records.results import Flow, FlowResult, NotRunnable, RungStatus
 from wirespeed.engine.live import LiveBoard
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory

@@ -37,7 +37,7 @@ from wirespeed.adapters.process import (
     watchdog_argv,
 )
 from wirespeed.adapters.ssh import Transport, default_control_dir, transport_for
-from wirespeed.core.agentship import (
+from wirespeed.core.cluster.agentship import (
     AgentInfo,
     AgentSource,
     ProbeReply,
@@ -49,9 +49,9 @@ from wirespeed.core.agentship import (
     shipped_line,
     version_line,
 )
-from wirespeed.core.become import Become, refusal, system_agent_argv
+from wirespeed.core.cluster.become import Become, refusal, system_agent_argv
+from wirespeed.core.cluster.inventory import DEFAULT_AGENT, Cluster, Node
 from wirespeed.core.errors import WirespeedError
-from wirespeed.core.inventory import DEFAULT_AGENT, Cluster, Node
 from wirespeed.core.outcome import CommandResult, Status, classify
 
 TransportFactory = Callable[[Node], Transport]

@@ -8,10 +8,10 @@ import os
 from pathlib import Path
 
 from wirespeed.core.checks.model import ChecksRecord
-from wirespeed.core.fixrecord import FixRecord
-from wirespeed.core.meter import layout_from_facts
-from wirespeed.core.report import RunReport
-from wirespeed.core.timeline import build_timeline
+from wirespeed.core.fabric.meter import layout_from_facts
+from wirespeed.core.fabric.timeline import build_timeline
+from wirespeed.core.records.fixrecord import FixRecord
+from wirespeed.core.records.report import RunReport
 from wirespeed.engine.runs import load_discovery, load_optional, load_run, load_samples
 
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from wirespeed.adapters import files
-from wirespeed.core.matrix import MatrixResult
-from wirespeed.core.results import RungResult
-from wirespeed.core.run import RUN_FILE, RunRecord, RunStatus, Step
+from wirespeed.core.records.matrix import MatrixResult
+from wirespeed.core.records.results import RungResult
+from wirespeed.core.records.run import RUN_FILE, RunRecord, RunStatus, Step
 
 
 def utc_now() -> str:

@@ -4,7 +4,7 @@
 Reading never fails on content: a file that is not UTF-8, not JSON, or not a record of the expected shape is one
 line in `Run.problems` naming the file and what is wrong, and the run keeps every other record. Only what is not
 a run directory at all is refused. Only regular files are opened (a FIFO would block forever), only inside the run
-(a link planted in it that leads out is named, never followed), and JSON nested past wirespeed.core.nesting's
+(a link planted in it that leads out is named, never followed), and JSON nested past wirespeed.core.records.nesting's
 limit is refused before it is parsed.
 """
 
@@ -18,19 +18,19 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from wirespeed.adapters import files
-from wirespeed.core.cabling import cabling_from_json
 from wirespeed.core.checks.model import ChecksRecord
-from wirespeed.core.decode import Damaged
-from wirespeed.core.discovery import Discovery
 from wirespeed.core.errors import UsageError
-from wirespeed.core.facts import NodeFacts, facts_from_json
-from wirespeed.core.fixrecord import FixRecord, RevertRecord
-from wirespeed.core.matrix import MatrixResult, matrix_from_json
-from wirespeed.core.nesting import loads_json
-from wirespeed.core.results import RungResult
-from wirespeed.core.run import RUN_FILE, DamagedRecord, ImportedFile, Run, RunRecord, RunStatus
+from wirespeed.core.fabric.cabling import cabling_from_json
+from wirespeed.core.fabric.discovery import Discovery
+from wirespeed.core.fabric.facts import NodeFacts, facts_from_json
+from wirespeed.core.records.decode import Damaged
+from wirespeed.core.records.fixrecord import FixRecord, RevertRecord
+from wirespeed.core.records.matrix import MatrixResult, matrix_from_json
+from wirespeed.core.records.nesting import loads_json
+from wirespeed.core.records.results import RungResult
+from wirespeed.core.records.run import RUN_FILE, DamagedRecord, ImportedFile, Run, RunRecord, RunStatus
+from wirespeed.core.records.tune import TuneResult
 from wirespeed.core.toolchain import SetupRecord
-from wirespeed.core.tune import TuneResult
 
 BASELINE = "BASELINE"  # a file in the runs folder holding the baseline run's directory name
 NOT_RECORDS = frozenset({RUN_FILE, "discovery.json", "takeaway.json", "checks.json", "report.json"})

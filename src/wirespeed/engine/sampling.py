@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wirespeed.adapters import steadyreader
-from wirespeed.core.meter import NodeLayout, NodeSample, sample_from_json
+from wirespeed.core.fabric.meter import NodeLayout, NodeSample, sample_from_json
 from wirespeed.engine.remote import Remote, RemoteProcess
 
 decode_line: Callable[[str], Any]

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wirespeed.core import toolchain as tc
-from wirespeed.core.become import HOW
+from wirespeed.core.cluster.become import HOW
+from wirespeed.core.cluster.inventory import Node
 from wirespeed.core.errors import WirespeedError
-from wirespeed.core.inventory import Node
 from wirespeed.core.nccl import NcclOptions, mpirun_argv, plan_nccl, read_run
-from wirespeed.core.results import NotRunnable
+from wirespeed.core.records.results import NotRunnable
 from wirespeed.engine.progress import ticking
 from wirespeed.engine.remote import Remote, ensure_agents
 

@@ -12,9 +12,8 @@ from collections.abc import Callable, Mapping
 
 from wirespeed.adapters.routeros_rest import DEFAULT_TIMEOUT_S, RouterOSClient, SwitchTimeout, read_password
 from wirespeed.core.checks.model import SwitchReading
-from wirespeed.core.errors import SwitchError, UsageError
-from wirespeed.core.routeros import CLEARTEXT_HINT, SwitchConfig, cleartext_password
-from wirespeed.core.switchstate import (
+from wirespeed.core.cluster.routeros import CLEARTEXT_HINT, SwitchConfig, cleartext_password
+from wirespeed.core.cluster.switchstate import (
     COUNTERS,
     PortUpdate,
     SwitchReplyError,
@@ -22,6 +21,7 @@ from wirespeed.core.switchstate import (
     monitor_targets,
     parse_state,
 )
+from wirespeed.core.errors import SwitchError, UsageError
 
 MONITOR_PROPS = "name,status,rate,auto-negotiation,full-duplex"
 # `monitor` with `once` answers with one sample at once (manual.mikrotik.com REST API: "`monitor` commands take `once`

@@ -26,8 +26,8 @@ from wirespeed.core.nccl import (
     plan_nccl,
     read_run,
 )
-from wirespeed.core.results import NotRunnable, RungResult
-from wirespeed.core.tune import (
+from wirespeed.core.records.results import NotRunnable, RungResult
+from wirespeed.core.records.tune import (
     Env,
     Trial,
     TuneResult,
@@ -38,7 +38,7 @@ from wirespeed.core.tune import (
     label,
     nccl_version,
 )
-from wirespeed.core.tune import settings_for as tunable_settings
+from wirespeed.core.records.tune import settings_for as tunable_settings
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory
 from wirespeed.engine.rungs.base import BenchOptions, RungContext, run_rung
@@ -64,7 +64,7 @@ class TuneOptions:
 def plan(remote: Remote, discovery: object, options: TuneOptions) -> NcclPlan | NotRunnable:
     """The NCCL rung's plan at one message size (capped by each node's free memory), the cluster file's
     `[nccl.env]` and --env in every trial."""
-    from wirespeed.core.discovery import Discovery
+    from wirespeed.core.fabric.discovery import Discovery
 
     assert isinstance(discovery, Discovery)
     nccl = NcclOptions((options.collective,), options.size_bytes, options.size_bytes, options.iterations,
@@ -190,7 +190,7 @@ class Search:
 def confirm(remote: Remote, discovery: object, result: TuneResult, options: TuneOptions, run_dir: RunDirectory,
             interval_s: float, board: object = None) -> RungResult:  # fmt: skip
     """The winner (or the defaults) once more as the NCCL rung itself: the wire sampled, the ceiling named."""
-    from wirespeed.core.discovery import Discovery
+    from wirespeed.core.fabric.discovery import Discovery
     from wirespeed.engine.live import LiveBoard
 
     assert isinstance(discovery, Discovery)

@@ -15,7 +15,7 @@ from wirespeed.adapters import files
 from wirespeed.adapters.files import Appender, TextSink, open_append
 from wirespeed.adapters.process import kill_group, spawn
 from wirespeed.core.errors import WirespeedError
-from wirespeed.core.meter import Meter, NodeLayout, NodeSample, NodeView, sample_line
+from wirespeed.core.fabric.meter import Meter, NodeLayout, NodeSample, NodeView, sample_line
 from wirespeed.engine.live import LiveBoard
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.sampling import ClusterSampler, Ended

@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable, Sequence
 
 from wirespeed.adapters.files import TextSink, Unwritable
-from wirespeed.core.counters import is_congestion
-from wirespeed.core.meter import Meter, NodeLayout, NodeView, sample_line, steady_rate
-from wirespeed.core.results import WireFigures
+from wirespeed.core.fabric.counters import is_congestion
+from wirespeed.core.fabric.meter import Meter, NodeLayout, NodeView, sample_line, steady_rate
+from wirespeed.core.records.results import WireFigures
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.sampling import ClusterSampler
 

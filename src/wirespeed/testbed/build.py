@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from wirespeed.adapters.configroot import CONFIG_ROOT_ENV
+from wirespeed.core.cluster.inventory import Cluster, Node, render_cluster_toml
 from wirespeed.core.errors import TestbedError, UsageError
-from wirespeed.core.inventory import Cluster, Node, render_cluster_toml
-from wirespeed.core.units import format_rate, tc_rate
+from wirespeed.core.fabric.units import format_rate, tc_rate
 from wirespeed.testbed import account, system
 from wirespeed.testbed.login import furnish_home
 from wirespeed.testbed.plan import (

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from rich.console import Group
 from rich.text import Text
 
-from wirespeed.core.board import Frame, NowPeak, Step, counter_source
-from wirespeed.core.counters import CableRate
-from wirespeed.core.meter import NETDEV_WARNING, NodeView, Rates
+from wirespeed.core.fabric.board import Frame, NowPeak, Step, counter_source
+from wirespeed.core.fabric.counters import CableRate
+from wirespeed.core.fabric.meter import NETDEV_WARNING, NodeView, Rates
 
 FULL, EMPTY = "█", "░"
 MIN_WIDTH = 80

@@ -6,10 +6,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from wirespeed.core.cabling import PortLink
-from wirespeed.core.discovery import Discovery
-from wirespeed.core.facts import NodeFacts, Unknown
-from wirespeed.core.units import format_rate
+from wirespeed.core.fabric.cabling import PortLink
+from wirespeed.core.fabric.discovery import Discovery
+from wirespeed.core.fabric.facts import NodeFacts, Unknown
+from wirespeed.core.fabric.units import format_rate
 
 SEVERITY_STYLE = {"info": "dim", "warn": "yellow", "fail": "red"}
 

@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from wirespeed.core.matrix import MatrixResult, relayed_lines
+from wirespeed.core.records.matrix import MatrixResult, relayed_lines
 
 WIDTH = 120  # a note's lines wrap here
 

@@ -11,10 +11,10 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.table import Table
 from rich.text import Text
 
-from wirespeed.core.nodeset import fold_names
+from wirespeed.core.cluster.nodeset import fold_names
+from wirespeed.core.fabric.units import format_rate
 from wirespeed.core.outcome import CommandResult
-from wirespeed.core.run import PhaseRow, TakeawayRow
-from wirespeed.core.units import format_rate
+from wirespeed.core.records.run import PhaseRow, TakeawayRow
 from wirespeed.ui import takeaway
 
 

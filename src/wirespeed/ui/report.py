@@ -13,14 +13,14 @@ from typing import Any
 
 from wirespeed import __version__
 from wirespeed.core.checks.model import ChecksRecord, Evidence
-from wirespeed.core.discovery import Discovery
-from wirespeed.core.imported import summary
-from wirespeed.core.matrix import MatrixResult, relayed_lines
-from wirespeed.core.report import RunReport, collectives, halves
-from wirespeed.core.results import BITS_PER_BYTE, RungResult, RungStatus
-from wirespeed.core.timeline import CableSeries, RungSpan, Timeline
-from wirespeed.core.tune import TuneResult, label, spread
-from wirespeed.core.units import format_size_bytes
+from wirespeed.core.fabric.discovery import Discovery
+from wirespeed.core.fabric.timeline import CableSeries, RungSpan, Timeline
+from wirespeed.core.fabric.units import format_size_bytes
+from wirespeed.core.imports.imported import summary
+from wirespeed.core.records.matrix import MatrixResult, relayed_lines
+from wirespeed.core.records.report import RunReport, collectives, halves
+from wirespeed.core.records.results import BITS_PER_BYTE, RungResult, RungStatus
+from wirespeed.core.records.tune import TuneResult, label, spread
 from wirespeed.ui import svg, takeaway
 from wirespeed.ui.discovery import cabling_diagram, node_summary
 

@@ -8,8 +8,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from wirespeed.core.routeros import SwitchConfig
-from wirespeed.core.switchstate import Change, PortProblem, SwitchState, wanted_ports
+from wirespeed.core.cluster.routeros import SwitchConfig
+from wirespeed.core.cluster.switchstate import Change, PortProblem, SwitchState, wanted_ports
 
 
 def status_table(state: SwitchState, config: SwitchConfig) -> RenderableType:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from wirespeed.core import spread as spreads
-from wirespeed.core.run import PhaseRow, TakeawayRow
+from wirespeed.core.records import spread as spreads
+from wirespeed.core.records.run import PhaseRow, TakeawayRow
 
 PEAK = "wire peak TX / TX+RX"
 COLUMNS = ("rung", "result", "full duplex", PEAK, "busiest core", "ceiling", "why")

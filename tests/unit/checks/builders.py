@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from wirespeed.core.cabling import build_map, edges_from_addresses
 from wirespeed.core.checks.model import REGISTRY, ActiveResults, CheckInput, CheckResult, CheckStatus, Fix
-from wirespeed.core.facts import (
+from wirespeed.core.fabric.cabling import build_map, edges_from_addresses
+from wirespeed.core.fabric.facts import (
     Netdev,
     NodeFacts,
     PciFunction,
@@ -24,7 +24,7 @@ from wirespeed.core.facts import (
     Tool,
     Unknown,
 )
-from wirespeed.core.ports import group_ports
+from wirespeed.core.fabric.ports import group_ports
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "snapshots"
 

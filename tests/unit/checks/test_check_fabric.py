@@ -16,7 +16,7 @@ from builders import FIXTURES, MANAGEMENT, assert_actionable, cluster, fix_text,
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
 from wirespeed.core.checks.model import CheckStatus
-from wirespeed.core.facts import Gpu, NodeFacts, PciRootPort, Unknown
+from wirespeed.core.fabric.facts import Gpu, NodeFacts, PciRootPort, Unknown
 
 NEW = ("fabric.present", "pcie.bridge", "pcie.aer")
 HEALTHY = ("spark-two-cables", "spark-one-cable", "spark-switch-100g", "gx10-pcie-x2", "spark-gid-ipv6", "ib-server")

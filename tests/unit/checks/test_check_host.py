@@ -5,7 +5,7 @@ from __future__ import annotations
 from builders import P1H1, Half, assert_actionable, cluster, plan_address, run, spark, without_rdma
 
 from wirespeed.core.checks.model import CheckStatus
-from wirespeed.core.facts import Unknown
+from wirespeed.core.fabric.facts import Unknown
 
 SLOT_POWER = (
     "[    4.913276] mlx5_core 0000:01:00.0: mlx5_pcie_event:301:(pid 0): Detected insufficient power on the PCIe "

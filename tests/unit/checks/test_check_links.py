@@ -5,7 +5,7 @@ from __future__ import annotations
 from builders import P0H0, P0H1, P1H0, P1H1, Half, assert_actionable, cluster, fix_text, plan_address, run, spark
 
 from wirespeed.core.checks.model import CheckStatus
-from wirespeed.core.facts import Unknown
+from wirespeed.core.fabric.facts import Unknown
 
 
 def test_speed_passes_when_every_cabled_half_runs_at_the_top_rate() -> None:

@@ -11,9 +11,9 @@ from builders import MANAGEMENT, assert_actionable, cluster, fix_text, run, spar
 
 from wirespeed.core.checks import mesh
 from wirespeed.core.checks.model import ActiveResults, CheckInput, CheckStatus
-from wirespeed.core.discovery import Discovery
-from wirespeed.core.facts import NodeFacts, Unknown
-from wirespeed.core.inventory import Cluster, Node
+from wirespeed.core.cluster.inventory import Cluster, Node
+from wirespeed.core.fabric.discovery import Discovery
+from wirespeed.core.fabric.facts import NodeFacts, Unknown
 from wirespeed.core.nccl import NcclOptions, NcclPlan, plan_nccl
 from wirespeed.core.outcome import CommandResult, Status
 from wirespeed.engine.checks import measure_ssh_mesh

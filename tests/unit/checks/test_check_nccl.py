@@ -6,7 +6,7 @@ from builders import assert_actionable, cluster, fix_text, run, spark, without_r
 
 from wirespeed.core.checks.common import NcclList
 from wirespeed.core.checks.model import CheckResult, CheckStatus
-from wirespeed.core.facts import Gpu, Unknown
+from wirespeed.core.fabric.facts import Gpu, Unknown
 
 
 def env(**values: str) -> dict[str, str]:
@@ -124,7 +124,7 @@ def test_arch_skips_without_gpus_or_libraries() -> None:
 
 
 def test_arch_judges_the_library_nccl_tests_loads() -> None:
-    from wirespeed.core.facts import Tool
+    from wirespeed.core.fabric.facts import Tool
 
     built = "/home/spark/.local/share/wirespeed/nccl/2.28.9-1-sm121/lib/libnccl.so.2.28.9"
     system = "/usr/lib/aarch64-linux-gnu/libnccl.so.2.18.1"

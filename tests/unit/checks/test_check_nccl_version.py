@@ -10,7 +10,7 @@ from test_check_ring import ring
 
 from wirespeed.core.checks.model import CheckStatus
 from wirespeed.core.checks.ncclversion import ID
-from wirespeed.core.facts import Unknown
+from wirespeed.core.fabric.facts import Unknown
 
 
 def with_versions(data, versions, *, rdma=True):  # type: ignore[no-untyped-def]

@@ -11,7 +11,7 @@ from builders import FIXTURES, assert_actionable, cluster, fix_text, run, spark
 
 import wirespeed.core.checks.all  # noqa: F401 - registers every check
 from wirespeed.core.checks.model import REGISTRY, CheckInput, CheckResult, CheckStatus
-from wirespeed.core.facts import PciFunction, Unknown, facts_from_json
+from wirespeed.core.fabric.facts import PciFunction, Unknown, facts_from_json
 from wirespeed.core.parsers.hoststate import dpkg_status, firmware_version, iw_power_save
 from wirespeed.engine.discover import discover_snapshots
 

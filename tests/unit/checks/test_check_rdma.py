@@ -5,7 +5,7 @@ from __future__ import annotations
 from builders import P1H0, P1H1, Half, assert_actionable, cluster, fix_text, plan_address, run, spark, without_rdma
 
 from wirespeed.core.checks.model import CheckStatus
-from wirespeed.core.facts import Unknown
+from wirespeed.core.fabric.facts import Unknown
 
 
 def gid(host: int, index: int | Unknown, iface: str = P1H0) -> dict[str, Half]:

@@ -11,7 +11,7 @@ from builders import P0H0, P0H1, P1H0, P1H1, Half, assert_actionable, cluster, f
 
 from wirespeed.core.checks.model import CheckInput, CheckStatus
 from wirespeed.core.checks.ring import FORWARD, FORWARD_FILE, IP_FORWARD, ROUTES, missing_routes, ring_plan
-from wirespeed.core.facts import NodeFacts, Route, Unknown, facts_from_json
+from wirespeed.core.fabric.facts import NodeFacts, Route, Unknown, facts_from_json
 from wirespeed.core.fixplan import Operation, operation_from_json, plan_nodes, undo_of
 from wirespeed.core.parsers.sysfs_values import ip_routes_json
 

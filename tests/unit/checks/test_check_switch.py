@@ -11,9 +11,9 @@ from builders import P1H0, P1H1, assert_actionable, cluster, fix_text, run, spar
 
 from emulators.routeros_rest import RouterOSEmulator
 from wirespeed.core.checks.model import ActiveResults, CheckInput, CheckStatus
-from wirespeed.core.discovery import Discovery
+from wirespeed.core.cluster.routeros import SwitchConfig
 from wirespeed.core.errors import ExitStatus
-from wirespeed.core.routeros import SwitchConfig
+from wirespeed.core.fabric.discovery import Discovery
 from wirespeed.engine import checks, switch
 
 PASSWORD = "check-pw"

@@ -7,7 +7,7 @@ import dataclasses
 from builders import FIXTURES, assert_actionable, cluster, fix_text, run, spark, tools
 
 from wirespeed.core.checks.model import CheckInput, CheckStatus
-from wirespeed.core.facts import Tool, Unknown
+from wirespeed.core.fabric.facts import Tool, Unknown
 from wirespeed.engine.discover import discover_snapshots
 
 

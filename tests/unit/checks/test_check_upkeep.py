@@ -5,7 +5,7 @@ from __future__ import annotations
 from builders import assert_actionable, cluster, run, spark
 
 from wirespeed.core.checks.model import ActiveResults, CheckResult, CheckStatus
-from wirespeed.core.facts import PendingFix, Unknown
+from wirespeed.core.fabric.facts import PendingFix, Unknown
 
 
 def journal(timer_alive: bool, overdue_s: float | None) -> PendingFix:

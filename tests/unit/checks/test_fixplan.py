@@ -10,7 +10,7 @@ from builders import P1H0, P1H1, Half, cluster, plan_address, run, spark
 from wirespeed.core.checks.model import REGISTRY, CheckInput, CheckResult
 from wirespeed.core.checks.plan import NETPLAN_PATH
 from wirespeed.core.checks.sysctl import TCP_FILE
-from wirespeed.core.facts import NodeFacts, Unknown
+from wirespeed.core.fabric.facts import NodeFacts, Unknown
 from wirespeed.core.fixplan import (
     Operation,
     file_diff,

@@ -10,7 +10,7 @@ from builders import cluster, run, spark
 
 from wirespeed.core.checks.model import REGISTRY, CheckInput, CheckResult, CheckStatus
 from wirespeed.core.checks.sysctl import HOST_WIDE_REASON, TCP_FILE, in_network_namespace
-from wirespeed.core.facts import NodeFacts
+from wirespeed.core.fabric.facts import NodeFacts
 from wirespeed.core.fixplan import NodePlan, plan_nodes
 
 # What the testbed's nodes show (a network namespace on a 6.x kernel): rmem_max and its kin read-only from the

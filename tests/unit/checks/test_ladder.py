@@ -8,8 +8,8 @@ from pathlib import Path
 from builders import P0H0, P0H1, P1H0, P1H1, cluster, plan_address, spark
 
 from wirespeed.core.ladder import diagnose, first_pair, flows_between
-from wirespeed.core.results import Direction, Flow, FlowResult, RungResult, RungStatus, WireFigures
-from wirespeed.core.run import takeaway
+from wirespeed.core.records.results import Direction, Flow, FlowResult, RungResult, RungStatus, WireFigures
+from wirespeed.core.records.run import takeaway
 from wirespeed.engine.discover import discover_snapshots
 from wirespeed.ui.takeaway import COLUMNS, cells
 

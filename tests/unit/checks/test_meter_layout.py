@@ -1,4 +1,4 @@
-"""Which cables the meter shows for a node (wirespeed.core.meter.layout_from_facts), on the synthetic Spark facts
+"""Which cables the meter shows for a node (wirespeed.core.fabric.meter.layout_from_facts), on the synthetic Spark facts
 of builders.py. Lives beside builders.py so it imports the way the check tests do."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import dataclasses
 
 from builders import P0H0, P0H1, P1H0, P1H1, SPARK, Half, spark, without_rdma
 
-from wirespeed.core.facts import Unknown
-from wirespeed.core.meter import Cable, Meter, NodeLayout, layout_from_facts
+from wirespeed.core.fabric.facts import Unknown
+from wirespeed.core.fabric.meter import Cable, Meter, NodeLayout, layout_from_facts
 
 
 def test_spark_cabled_on_port_1() -> None:
@@ -94,7 +94,7 @@ def test_a_shaping_qdisc_below_the_link_speed_is_the_line_rate() -> None:
 
     from builders import P1H0, P1H1, spark
 
-    from wirespeed.core.meter import layout_from_facts
+    from wirespeed.core.fabric.meter import layout_from_facts
 
     shaped = dataclasses.replace(spark("s1", 10), shaped_bps={P1H0: 10**9, P1H1: 10**9})
     assert shaped.line_rate_gbps(P1H0) == 1.0

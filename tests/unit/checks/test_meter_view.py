@@ -9,9 +9,9 @@ import pytest
 from builders import P0H0, P1H0, P1H1, Half, spark, without_rdma
 from rich.console import Console
 
-from wirespeed.core.board import Board
-from wirespeed.core.counters import IfaceReading
-from wirespeed.core.meter import (
+from wirespeed.core.fabric.board import Board
+from wirespeed.core.fabric.counters import IfaceReading
+from wirespeed.core.fabric.meter import (
     Cable,
     Meter,
     NodeLayout,

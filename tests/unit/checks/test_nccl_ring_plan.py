@@ -9,7 +9,7 @@ import ipaddress
 import pytest
 from test_check_ring import names, ring
 
-from wirespeed.core.facts import Gpu, Tool
+from wirespeed.core.fabric.facts import Gpu, Tool
 from wirespeed.core.nccl import NcclOptions, NcclPlan, launch_address, plan_nccl
 
 BINARY = "/opt/nccl-tests/build/all_reduce_perf"

@@ -10,8 +10,9 @@ import json
 import pytest
 from test_check_ring import ring
 
-from wirespeed.core.decode import Figures
-from wirespeed.core.matrix import (
+from wirespeed.core.fabric.relay import round_flows, round_label
+from wirespeed.core.records.decode import Figures
+from wirespeed.core.records.matrix import (
     MatrixCell,
     MatrixResult,
     RelayedCable,
@@ -23,8 +24,7 @@ from wirespeed.core.matrix import (
     round_robin,
     unshared_half_flows,
 )
-from wirespeed.core.relay import round_flows, round_label
-from wirespeed.core.results import Direction, End, Flow, FlowResult, RungStatus
+from wirespeed.core.records.results import Direction, End, Flow, FlowResult, RungStatus
 from wirespeed.ui.matrix import matrix_view
 
 

@@ -13,7 +13,7 @@ import ipaddress
 from wirespeed.core.checks.common import fabric_netdevs, is_ethernet, is_link_local, joined, network
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
 from wirespeed.core.checks.plan import address_plan, plan_fix
-from wirespeed.core.facts import NodeFacts
+from wirespeed.core.fabric.facts import NodeFacts
 
 SUBNETS = "addr.subnets"
 IPV6 = "ipv6.fabric"

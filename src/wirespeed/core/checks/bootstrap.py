@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from wirespeed.core.checks.common import NcclList, joined
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
-from wirespeed.core.facts import Netdev, NodeFacts
+from wirespeed.core.fabric.facts import Netdev, NodeFacts
 from wirespeed.core.parsers import jobconf
 
 ID = "bootstrap.iface"

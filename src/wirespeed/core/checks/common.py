@@ -6,7 +6,7 @@ import ipaddress
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from wirespeed.core.facts import Netdev, NodeFacts, PhysicalPort, RdmaDevice, RdmaPort
+from wirespeed.core.fabric.facts import Netdev, NodeFacts, PhysicalPort, RdmaDevice, RdmaPort
 
 LINK_LOCAL_V4 = ipaddress.IPv4Network("169.254.0.0/16")
 ARPHRD_INFINIBAND = 32

@@ -12,7 +12,7 @@ from __future__ import annotations
 from wirespeed.core.checks.common import fabric_netdevs, joined, rdma_port
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
 from wirespeed.core.checks.pciepath import has_nic, missing_evidence, missing_fix, missing_nic, model, ships_cx7
-from wirespeed.core.facts import Netdev, NodeFacts
+from wirespeed.core.fabric.facts import Netdev, NodeFacts
 
 PRESENT = "fabric.present"
 

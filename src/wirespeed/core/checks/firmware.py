@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from wirespeed.core.checks.common import joined
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
-from wirespeed.core.facts import NodeFacts, Unknown
+from wirespeed.core.fabric.facts import NodeFacts, Unknown
 from wirespeed.core.parsers.hoststate import dpkg_status, firmware_version
 
 ID = "nic.firmware"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from wirespeed.core.checks.common import joined
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
-from wirespeed.core.facts import PendingFix, Unknown
+from wirespeed.core.fabric.facts import PendingFix, Unknown
 
 ID = "fix.pending"
 LATE_S = 10.0  # a live timer this far past its deadline is not going to act

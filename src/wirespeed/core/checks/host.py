@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from wirespeed.core.checks.common import joined
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
-from wirespeed.core.facts import NodeFacts, PciFunction, Unknown
+from wirespeed.core.fabric.facts import NodeFacts, PciFunction, Unknown
 
 PCIE = "pcie.width"
 POWER = "power.slot"

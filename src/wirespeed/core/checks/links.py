@@ -19,7 +19,7 @@ from wirespeed.core.checks.common import (
 )
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
 from wirespeed.core.checks.plan import address_plan, plan_fix
-from wirespeed.core.facts import Netdev, NodeFacts, Unknown
+from wirespeed.core.fabric.facts import Netdev, NodeFacts, Unknown
 
 SPEED = "link.speed"
 HALVES = "link.halves"

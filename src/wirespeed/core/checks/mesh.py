@@ -6,10 +6,10 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 
-from wirespeed.core.cabling import CablingMap
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
 from wirespeed.core.checks.ring import missing_routes
-from wirespeed.core.facts import NodeFacts, Unknown
+from wirespeed.core.fabric.cabling import CablingMap
+from wirespeed.core.fabric.facts import NodeFacts, Unknown
 from wirespeed.core.nccl import launch_address
 
 ID = "ssh.mesh"

@@ -7,14 +7,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from wirespeed.core.cabling import CablingMap
-from wirespeed.core.decode import Fields
-from wirespeed.core.discovery import Discovery
+from wirespeed.core.cluster.routeros import SwitchConfig
+from wirespeed.core.cluster.switchstate import SwitchState
 from wirespeed.core.errors import ExitStatus
-from wirespeed.core.facts import NodeFacts, to_jsonable
-from wirespeed.core.results import SCHEMA_VERSION, check_version, choice
-from wirespeed.core.routeros import SwitchConfig
-from wirespeed.core.switchstate import SwitchState
+from wirespeed.core.fabric.cabling import CablingMap
+from wirespeed.core.fabric.discovery import Discovery
+from wirespeed.core.fabric.facts import NodeFacts, to_jsonable
+from wirespeed.core.records.decode import Fields
+from wirespeed.core.records.results import SCHEMA_VERSION, check_version, choice
 
 
 class CheckStatus(StrEnum):

@@ -23,9 +23,9 @@ from wirespeed.core.checks.model import (
     skip,
 )
 from wirespeed.core.checks.switch import switch_fix, switch_problems
-from wirespeed.core.facts import Netdev, Unknown
-from wirespeed.core.routeros import L2MTU_MIN_OVERHEAD as ROUTEROS_L2MTU_OVERHEAD
-from wirespeed.core.switchstate import PortProblem
+from wirespeed.core.cluster.routeros import L2MTU_MIN_OVERHEAD as ROUTEROS_L2MTU_OVERHEAD
+from wirespeed.core.cluster.switchstate import PortProblem
+from wirespeed.core.fabric.facts import Netdev, Unknown
 
 HOST = "mtu.host"
 PATH = "mtu.path"

@@ -12,7 +12,7 @@ import posixpath
 
 from wirespeed.core.checks.common import FIND_ENV, NcclList, cabled_ports, count, joined, rdma_devices_of
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
-from wirespeed.core.facts import NodeFacts, Unknown
+from wirespeed.core.fabric.facts import NodeFacts, Unknown
 from wirespeed.core.parsers.fatbin import capability_number, decode
 
 ID = "nccl.env"

@@ -15,7 +15,7 @@ from wirespeed.core.checks import nccl, rdma
 from wirespeed.core.checks.bootstrap import nccl_paths, suspects
 from wirespeed.core.checks.common import NcclList, joined
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result
-from wirespeed.core.facts import NodeFacts
+from wirespeed.core.fabric.facts import NodeFacts
 from wirespeed.core.parsers import jobconf
 from wirespeed.core.parsers.jobconf import Setting
 

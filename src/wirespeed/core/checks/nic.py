@@ -6,8 +6,8 @@ import re
 
 from wirespeed.core.checks.common import cabled, is_ethernet, network
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
-from wirespeed.core.counters import is_congestion
-from wirespeed.core.facts import NEEDS_ROOT
+from wirespeed.core.fabric.counters import is_congestion
+from wirespeed.core.fabric.facts import NEEDS_ROOT
 from wirespeed.core.parsers.ethtool import ERROR_COUNTERS
 
 ID_OFFLOADS = "nic.offloads"

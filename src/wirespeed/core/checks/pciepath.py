@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from wirespeed.core.checks.common import joined
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
-from wirespeed.core.facts import NodeFacts, PciRootPort, Unknown
+from wirespeed.core.fabric.facts import NodeFacts, PciRootPort, Unknown
 from wirespeed.core.parsers import kernel_log, pcie_log
 from wirespeed.core.parsers.pcie_log import PcieEvent
 

@@ -20,7 +20,7 @@ from wirespeed.core.checks.common import (
     port_label_of,
 )
 from wirespeed.core.checks.model import CheckInput, Fix
-from wirespeed.core.facts import NodeFacts
+from wirespeed.core.fabric.facts import NodeFacts
 
 End = tuple[str, str]  # (node, interface)
 NETPLAN_PATH = "/etc/netplan/40-cx7.yaml"

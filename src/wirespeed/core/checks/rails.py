@@ -19,7 +19,7 @@ from wirespeed.core.checks import ncclconf
 from wirespeed.core.checks.common import FIND_ENV, NcclList, any_rdma, cabled, joined, no_rdma_reason, rdma_device
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
 from wirespeed.core.checks.nccl import wanted_hcas
-from wirespeed.core.facts import PCIE_PAYLOAD_EFFICIENCY, NodeFacts, RdmaDevice
+from wirespeed.core.fabric.facts import PCIE_PAYLOAD_EFFICIENCY, NodeFacts, RdmaDevice
 
 ID = "nccl.rails"
 VAR = "NCCL_IB_HCA"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from wirespeed.core.checks.common import FIND_ENV, NcclList, any_rdma, joined, no_rdma_reason
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
 from wirespeed.core.checks.plan import address_plan, plan_fix
-from wirespeed.core.facts import NodeFacts, RdmaDevice, RdmaPort, Unknown
+from wirespeed.core.fabric.facts import NodeFacts, RdmaDevice, RdmaPort, Unknown
 
 GID = "gid.rocev2"
 MEMLOCK = "mem.lock"

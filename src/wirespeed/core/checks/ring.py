@@ -18,10 +18,10 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from wirespeed.core.cabling import CablingMap
 from wirespeed.core.checks.common import joined
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
-from wirespeed.core.facts import NodeFacts, Route, Unknown
+from wirespeed.core.fabric.cabling import CablingMap
+from wirespeed.core.fabric.facts import NodeFacts, Route, Unknown
 
 ROUTES = "ring.routes"
 FORWARD = "ring.forward"

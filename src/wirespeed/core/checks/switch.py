@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from wirespeed.core.checks.common import cabled_ends
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
-from wirespeed.core.routeros import L2MTU_MIN_OVERHEAD, SwitchConfig
-from wirespeed.core.switchstate import PortProblem, SwitchState, fec_modes, host_mtu_by_node, port_problems
+from wirespeed.core.cluster.routeros import L2MTU_MIN_OVERHEAD, SwitchConfig
+from wirespeed.core.cluster.switchstate import PortProblem, SwitchState, fec_modes, host_mtu_by_node, port_problems
 
 PORTS = "switch.ports"
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from wirespeed.core.checks.common import fabric_netdevs, joined
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
-from wirespeed.core.facts import NodeFacts
+from wirespeed.core.fabric.facts import NodeFacts
 
 TCP = "sysctl.tcp"
 ARP = "sysctl.arp"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from wirespeed.core.checks.common import joined
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
-from wirespeed.core.facts import NodeFacts, Tool, Unknown
+from wirespeed.core.fabric.facts import NodeFacts, Tool, Unknown
 from wirespeed.core.parsers.ldd import default_directory
 from wirespeed.core.parsers.sysfs_values import nccl_version
 

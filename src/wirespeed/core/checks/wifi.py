@@ -16,7 +16,7 @@ import shlex
 
 from wirespeed.core.checks.common import joined
 from wirespeed.core.checks.model import CheckInput, CheckResult, CheckStatus, Evidence, Fix, check, result, skip
-from wirespeed.core.facts import NodeFacts, Unknown
+from wirespeed.core.fabric.facts import NodeFacts, Unknown
 
 ID = "mgmt.wifi"
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from wirespeed.core.fabric.units import format_rate
 from wirespeed.core.imports.kind import BANNER, JSON_FORM, ImportKind, Table, finite, num
 from wirespeed.core.tools import iperf3
-from wirespeed.core.units import format_rate
 
 
 def _is_json(text: str) -> bool:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from wirespeed.core.units import format_size_bytes
+from wirespeed.core.fabric.units import format_size_bytes
 
 Table = tuple[list[str], list[list[str]]]  # a summary's columns and rows, every cell text
 

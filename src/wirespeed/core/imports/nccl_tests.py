@@ -9,10 +9,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from wirespeed.core.fabric.units import format_size_bytes
 from wirespeed.core.imports.kind import COMMENTS_AND_ROWS, JSON_FORM, ImportKind, Table, finite, num, sizes
 from wirespeed.core.parsers import nccl_info
 from wirespeed.core.tools import nccl_tests
-from wirespeed.core.units import format_size_bytes
 
 # nccl-tests -J (src/util.cu): keys no other tool writes; a file cut early still has `args` naming the binary.
 _NCCL_JSON = re.compile(

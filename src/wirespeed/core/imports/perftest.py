@@ -10,10 +10,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from wirespeed.core import figures as checked
+from wirespeed.core.fabric.units import format_size_bytes
 from wirespeed.core.imports.kind import JSON_FORM, TABLE, ImportKind, Table, finite, line_at, num, sizes
+from wirespeed.core.records import figures as checked
 from wirespeed.core.tools import perftest
-from wirespeed.core.units import format_size_bytes
 
 _JSON_OPEN = re.compile(r"^[ \t]*\{", re.MULTILINE)
 _PERFTEST_JSON = re.compile(r'"test_info"\s*:\s*\{')

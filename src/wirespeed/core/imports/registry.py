@@ -20,8 +20,8 @@ KINDS: tuple[ImportKind, ...] = (
     rdma_tools.RDMA_LINK,
 )
 
-# What owners paste when asking for help (wirespeed.core.pastes, read by importer's paste path, not by a kind), and
-# `paste`: a file holding several outputs.
+# What owners paste when asking for help (wirespeed.core.imports.pastes, read by importer's paste path, not by a
+# kind), and `paste`: a file holding several outputs.
 PASTE_TOOLS = ("nccl-info", "kernel-log", "lspci", "ip-addr", "ip-brief", "ethtool", "ethtool-fec", "nvidia-smi-topo")
 PASTE_NAMES = (
     "NCCL_DEBUG=INFO logs, dmesg/journalctl -k, lspci -vv, ip addr, ip -br addr/link, ethtool IFACE, "

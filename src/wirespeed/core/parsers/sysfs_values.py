@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from wirespeed.core.facts import Route
+from wirespeed.core.fabric.facts import Route
 
 _STATE_RE = re.compile(r"^\s*(\d+):\s*(.+?)\s*$")
 _RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec\s*\((\d+)X\s*([A-Z0-9]*)\)\s*$")

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from wirespeed.core import figures
-from wirespeed.core.results import Direction, Flow, FlowResult
+from wirespeed.core.records import figures
+from wirespeed.core.records.results import Direction, Flow, FlowResult
 
 
 @dataclass(frozen=True)

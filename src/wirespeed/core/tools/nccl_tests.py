@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from wirespeed.core import figures
+from wirespeed.core.records import figures
 
 
 @dataclass(frozen=True)

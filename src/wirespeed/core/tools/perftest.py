@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from wirespeed.core import figures
-from wirespeed.core.results import Direction, Flow, FlowResult, Latency
+from wirespeed.core.records import figures
+from wirespeed.core.records.results import Direction, Flow, FlowResult, Latency
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from wirespeed.core import figures
+from wirespeed.core.records import figures
 
 NAME = "sockperf"
 VERSION_KEY = "sockperf_version"

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from wirespeed.adapters.source import NOT_INSTALLED, NodeSource, Output, run_command
-from wirespeed.core.facts import Unknown
+from wirespeed.core.fabric.facts import Unknown
 
 T = TypeVar("T")
 # The IPv4 main table, read once: the management interface (its default route) and the routes share this output.

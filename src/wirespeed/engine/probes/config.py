@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from wirespeed.adapters.configroot import system_path
 from wirespeed.adapters.source import NodeSource, Output
-from wirespeed.core.facts import Route, Unknown
+from wirespeed.core.fabric.facts import Route, Unknown
 from wirespeed.core.fixplan import MANAGED_FILES, NETPLAN_DIR
 from wirespeed.core.parsers import sysfs_values as sv
 from wirespeed.engine.probes.common import IP_ROUTE_MAIN, command, command_unknown, parsed, read, text

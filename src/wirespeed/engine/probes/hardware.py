@@ -7,7 +7,7 @@ import os
 import re
 
 from wirespeed.adapters.source import NodeSource
-from wirespeed.core.facts import Gpu, PciFunction, PciRootPort, Unknown
+from wirespeed.core.fabric.facts import Gpu, PciFunction, PciRootPort, Unknown
 from wirespeed.core.parsers import sysfs_values as sv
 from wirespeed.engine.probes.common import command, listdir, parsed, read, text
 

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 
 from wirespeed.adapters.source import NOT_INSTALLED, NodeSource, Output, run_command
-from wirespeed.core.facts import NEEDS_ROOT, PendingFix, Unknown
+from wirespeed.core.fabric.facts import NEEDS_ROOT, PendingFix, Unknown
 from wirespeed.core.parsers import jobconf, kernel_log, pcie_log
 from wirespeed.engine import fixjournal
 from wirespeed.engine.probes.common import command, command_unknown, listdir, parsed, read, text

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from wirespeed.adapters.source import NodeSource, Output
-from wirespeed.core.facts import Gid, Netdev, RdmaDevice, RdmaPort, Unknown
+from wirespeed.core.fabric.facts import Gid, Netdev, RdmaDevice, RdmaPort, Unknown
 from wirespeed.core.parsers import ethtool, hoststate
 from wirespeed.core.parsers import sysfs_values as sv
 from wirespeed.engine.probes.common import IP_ROUTE_MAIN, command, command_unknown, listdir, parsed, read, text

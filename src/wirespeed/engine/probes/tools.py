@@ -12,7 +12,7 @@ from types import ModuleType
 
 from wirespeed.adapters.source import NOT_INSTALLED, NodeSource, Output, run_command
 from wirespeed.core import tools as bench_tools
-from wirespeed.core.facts import Tool, Unknown
+from wirespeed.core.fabric.facts import Tool, Unknown
 from wirespeed.core.parsers import fatbin
 from wirespeed.core.parsers import ldd as ldd_output
 from wirespeed.core.parsers import sysfs_values as sv

@@ -12,12 +12,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from wirespeed.core.board import step_figure
-from wirespeed.core.discovery import Discovery
-from wirespeed.core.meter import layout_from_facts
+from wirespeed.core.fabric.board import step_figure
+from wirespeed.core.fabric.discovery import Discovery
+from wirespeed.core.fabric.meter import layout_from_facts
 from wirespeed.core.nccl import DEFAULT_COLLECTIVES
 from wirespeed.core.outcome import one_line
-from wirespeed.core.results import Ceiling, CollectiveSummary, FlowResult, Latency, NotRunnable, RungResult, RungStatus
+from wirespeed.core.records.results import (
+    Ceiling,
+    CollectiveSummary,
+    FlowResult,
+    Latency,
+    NotRunnable,
+    RungResult,
+    RungStatus,
+)
 from wirespeed.engine.live import LiveBoard
 from wirespeed.engine.progress import ticking
 from wirespeed.engine.remote import Remote

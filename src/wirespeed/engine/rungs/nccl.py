@@ -11,9 +11,9 @@ from dataclasses import replace
 
 from wirespeed.adapters.files import Unwritable
 from wirespeed.adapters.slurm import SrunTransport
-from wirespeed.core.facts import Unknown
-from wirespeed.core.gdr import platform
-from wirespeed.core.inventory import Node
+from wirespeed.core.cluster.inventory import Node
+from wirespeed.core.fabric.facts import Unknown
+from wirespeed.core.fabric.gdr import platform
 from wirespeed.core.ladder import diagnose_collective, rdma_reference
 from wirespeed.core.mpi_failure import read_failure
 from wirespeed.core.nccl import (
@@ -28,7 +28,7 @@ from wirespeed.core.nccl import (
     read_run,
     stored_json,
 )
-from wirespeed.core.results import Ceiling, NotRunnable, RungResult
+from wirespeed.core.records.results import Ceiling, NotRunnable, RungResult
 from wirespeed.core.tools import nccl_tests
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rungs.base import BenchOptions, Measured, Rung, RungContext

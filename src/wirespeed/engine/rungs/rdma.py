@@ -9,9 +9,9 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from wirespeed.core.fabric.rdma import RdmaOptions, RdmaPair, client_argv, plan_rdma, server_argv
 from wirespeed.core.ladder import diagnose, first_pair
-from wirespeed.core.rdma import RdmaOptions, RdmaPair, client_argv, plan_rdma, server_argv
-from wirespeed.core.results import Ceiling, FlowResult, NotRunnable, RungResult
+from wirespeed.core.records.results import Ceiling, FlowResult, NotRunnable, RungResult
 from wirespeed.core.tools import perftest
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory

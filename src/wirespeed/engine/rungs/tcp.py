@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from wirespeed.adapters.affinity import kept_off
-from wirespeed.core.facts import NodeFacts
+from wirespeed.core.fabric.facts import NodeFacts
 from wirespeed.core.ladder import diagnose, first_pair_flows, linked_halves
-from wirespeed.core.results import Ceiling, Flow, FlowResult, NotRunnable, RungResult
+from wirespeed.core.records.results import Ceiling, Flow, FlowResult, NotRunnable, RungResult
 from wirespeed.core.tools import iperf3
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory

@@ -9,7 +9,7 @@ import random
 from dataclasses import dataclass
 
 from wirespeed.core.ladder import first_pair_flows
-from wirespeed.core.results import Flow, Latency, NotRunnable
+from wirespeed.core.records.results import Flow, Latency, NotRunnable
 from wirespeed.core.tools import sockperf
 from wirespeed.engine.rungs.base import Measured, Rung, RungContext
 from wirespeed.engine.serving import PairCommand, run_pairs

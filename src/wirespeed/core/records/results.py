@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from wirespeed.core.decode import Fields, Figures
+from wirespeed.core.records.decode import Fields, Figures
 
 SCHEMA_VERSION = 2  # the record format, apart from the package's version (wirespeed.__version__)
 UNVERSIONED_SCHEMA = 1  # records written before they carried `schema_version`
@@ -157,7 +157,7 @@ class FlowResult:
     tool_gbps: float | None  # what the tool reported at the receiver
     error: str | None = None
     # The tool's own per-second rates (iperf3's intervals, the warm-up left out): what the figure's spread is
-    # taken from (wirespeed.core.spread). Absent from records written before it was kept: read as ().
+    # taken from (wirespeed.core.records.spread). Absent from records written before it was kept: read as ().
     intervals_gbps: tuple[float, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
@@ -306,7 +306,8 @@ class CollectiveSummary:
     wrong: int = 0  # elements nccl-tests found wrong (data corruption)
     complete: bool = True
     nccl_version: str | None = None
-    # What GPUDirect RDMA's state means on this platform (wirespeed.core.gdr), and whether it is a finding to fix.
+    # What GPUDirect RDMA's state means on this platform (wirespeed.core.fabric.gdr), and whether it is a finding to
+    # fix.
     gdr_note: str | None = None
     gdr_finding: bool = False
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wirespeed.core.routeros import L2MTU_MIN_OVERHEAD, PlanOptions, SwitchConfig, rate_gbps
+from wirespeed.core.cluster.routeros import L2MTU_MIN_OVERHEAD, PlanOptions, SwitchConfig, rate_gbps
 
 # `/interface/ethernet/print stats` names, as MikroTik's Ethernet manual (Stats) lists them: `tx-drop` counts frames
 # dropped for a full output queue (there is no `tx-drop-packet`), `rs-fec-uncorrected` the RS-FEC codewords it could

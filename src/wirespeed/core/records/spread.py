@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from wirespeed.core.results import BITS_PER_BYTE, Direction, RungResult
+from wirespeed.core.records.results import BITS_PER_BYTE, Direction, RungResult
 
 NOISE = "within noise"
 FLOOR_PERCENT = 2.0  # below this, no single run of each phase tells a change from the next run's wobble

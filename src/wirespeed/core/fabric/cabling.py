@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wirespeed.core.facts import NodeFacts
+from wirespeed.core.fabric.facts import NodeFacts
 
 End = tuple[str, str]  # (node, interface)
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from wirespeed.core.decode import Damaged, Fields, Figures
-from wirespeed.core.matrix import MatrixResult
-from wirespeed.core.results import SCHEMA_VERSION, RungResult, RungStatus, check_version, choice
-from wirespeed.core.spread import Spread, is_change, rung_spread
-from wirespeed.core.tune import TuneResult
+from wirespeed.core.records.decode import Damaged, Fields, Figures
+from wirespeed.core.records.matrix import MatrixResult
+from wirespeed.core.records.results import SCHEMA_VERSION, RungResult, RungStatus, check_version, choice
+from wirespeed.core.records.spread import Spread, is_change, rung_spread
+from wirespeed.core.records.tune import TuneResult
 
 RUN_FILE = "run.json"
 
@@ -272,7 +272,7 @@ class TakeawayRow:
     why: str
     peak_tx_gbps: float | None = None  # at the wire, the busiest node's one interval: all its halves' TX added
     peak_duplex_gbps: float | None = None  # the same interval's TX and RX added
-    spread: Spread | None = None  # of the figure compared (Gb/s per direction, else p50): wirespeed.core.spread
+    spread: Spread | None = None  # of the figure compared (Gb/s per direction, else p50): wirespeed.core.records.spread
 
     def to_json(self) -> dict[str, Any]:
         return {

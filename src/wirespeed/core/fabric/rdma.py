@@ -12,10 +12,10 @@ import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from wirespeed.core.cabling import CablingMap
-from wirespeed.core.facts import NodeFacts, RdmaDevice, RdmaPort, Unknown
+from wirespeed.core.fabric.cabling import CablingMap
+from wirespeed.core.fabric.facts import NodeFacts, RdmaDevice, RdmaPort, Unknown
 from wirespeed.core.ladder import flows_between
-from wirespeed.core.results import Flow, NotRunnable
+from wirespeed.core.records.results import Flow, NotRunnable
 from wirespeed.core.tools import perftest
 
 GID_FIX = "wirespeed check --only gid.rocev2"

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from wirespeed.core.cabling import CablingMap, cabling_from_json
-from wirespeed.core.facts import NodeFacts, facts_from_json, to_jsonable
+from wirespeed.core.fabric.cabling import CablingMap, cabling_from_json
+from wirespeed.core.fabric.facts import NodeFacts, facts_from_json, to_jsonable
 
 
 @dataclass

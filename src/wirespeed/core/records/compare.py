@@ -6,8 +6,8 @@ is better), each matrix cell (sender -> receiver) and each half of a matrix (the
 receiving: where a degraded cable shows), and the figures of an imported file only when both runs hold the same
 file. A figure that was measured before and not now counts as worse. A figure of a damaged record (one holding a
 number no measurement can have: `decode.Damaged`) is never compared: its row says `damaged`, with no value.
-A figure whose run recorded its spread (wirespeed.core.spread: iperf3's seconds, sockperf's quartiles) is held to
-the same rule as `commission`'s before and after: a change within either run's spread is noise, never worse.
+A figure whose run recorded its spread (wirespeed.core.records.spread: iperf3's seconds, sockperf's quartiles) is held
+to the same rule as `commission`'s before and after: a change within either run's spread is noise, never worse.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from wirespeed.core import imported
-from wirespeed.core.figures import MAX_BUS_GBPS
-from wirespeed.core.matrix import MatrixResult
-from wirespeed.core.results import RungResult, RungStatus
-from wirespeed.core.run import Run, imported_names
-from wirespeed.core.spread import Spread, interval_spread, is_change, latency_spread
+from wirespeed.core.imports import imported
+from wirespeed.core.records.figures import MAX_BUS_GBPS
+from wirespeed.core.records.matrix import MatrixResult
+from wirespeed.core.records.results import RungResult, RungStatus
+from wirespeed.core.records.run import Run, imported_names
+from wirespeed.core.records.spread import Spread, interval_spread, is_change, latency_spread
 
 ABSENT = "absent"
 DAMAGED = "damaged"  # the status of a figure whose record is damaged: neither shown nor compared

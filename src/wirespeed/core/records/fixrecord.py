@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from wirespeed.core.decode import Fields
 from wirespeed.core.fixplan import Operation, operation_from_json
-from wirespeed.core.results import SCHEMA_VERSION, check_version
+from wirespeed.core.records.decode import Fields
+from wirespeed.core.records.results import SCHEMA_VERSION, check_version
 
 
 def _operation(f: Fields, key: str) -> Operation:

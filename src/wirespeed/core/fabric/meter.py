@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NamedTuple, Protocol
 
-from wirespeed.core.counters import (
+from wirespeed.core.fabric.counters import (
     CableRate,
     CpuTimes,
     IfaceRate,
@@ -23,7 +23,7 @@ from wirespeed.core.counters import (
     is_congestion,
     phy_shared,
 )
-from wirespeed.core.facts import NodeFacts
+from wirespeed.core.fabric.facts import NodeFacts
 
 
 @dataclass(frozen=True)

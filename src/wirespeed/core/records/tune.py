@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wirespeed.core.decode import Fields, Figures
-from wirespeed.core.results import BITS_PER_BYTE, SCHEMA_VERSION, check_version
+from wirespeed.core.records.decode import Fields, Figures
+from wirespeed.core.records.results import BITS_PER_BYTE, SCHEMA_VERSION, check_version
 
 Env = tuple[tuple[str, str], ...]
 

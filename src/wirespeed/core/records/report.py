@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wirespeed.core.checks.model import ChecksRecord
-from wirespeed.core.discovery import Discovery
-from wirespeed.core.facts import Unknown
-from wirespeed.core.fixrecord import FixRecord
-from wirespeed.core.results import RungResult
-from wirespeed.core.run import ImportedFile, PhaseRow, Run, TakeawayRow, headline, phase_rows, takeaway
-from wirespeed.core.timeline import Timeline
+from wirespeed.core.fabric.discovery import Discovery
+from wirespeed.core.fabric.facts import Unknown
+from wirespeed.core.fabric.timeline import Timeline
+from wirespeed.core.records.fixrecord import FixRecord
+from wirespeed.core.records.results import RungResult
+from wirespeed.core.records.run import ImportedFile, PhaseRow, Run, TakeawayRow, headline, phase_rows, takeaway
 
 REPORT_FORMAT_VERSION = 2
 

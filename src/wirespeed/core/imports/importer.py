@@ -3,9 +3,9 @@
 JSON-ready dict out, or ValueError whose message starts `line N:` so the CLI can say where the file went wrong.
 
 Each measured or read tool is one kind in wirespeed.core.imports (its detection marks, reader and summary), listed in
-`imports.registry.KINDS`; this module decodes the bytes, picks a kind or the paste reader (wirespeed.core.pastes) and
-puts the object's common head on. DETECT_CHARS, TOOLS, KNOWN_TOOLS and PASTE_TOOLS are the registry's, kept here for
-the callers that know this module.
+`imports.registry.KINDS`; this module decodes the bytes, picks a kind or the paste reader
+(wirespeed.core.imports.pastes) and puts the object's common head on. DETECT_CHARS, TOOLS, KNOWN_TOOLS and
+PASTE_TOOLS are the registry's, kept here for the callers that know this module.
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ import re
 from pathlib import PurePath
 from typing import Any
 
-from wirespeed.core import pastes
-from wirespeed.core.imports import registry
+from wirespeed.core.imports import pastes, registry
 from wirespeed.core.imports.kind import line_at
 from wirespeed.core.imports.registry import DETECT_CHARS, KNOWN_TOOLS, PASTE_TOOLS, TOOLS, detect
 
@@ -83,8 +82,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def _pasted(text: str, file_name: str) -> dict[str, Any] | None:
-    """What owners paste (wirespeed.core.pastes): one output of a kind in PASTE_TOOLS, as that tool; several outputs
-    in one file (prompts, `$ ` lines) as `paste`, one section per output. Every line read past is in
+    """What owners paste (wirespeed.core.imports.pastes): one output of a kind in PASTE_TOOLS, as that tool; several
+    outputs in one file (prompts, `$ ` lines) as `paste`, one section per output. Every line read past is in
     `skipped_lines`, with why. None when the file holds none of these outputs."""
     readings, between = pastes.read_text(text, file_name)
     known = [r for r in readings if r.kind is not None]

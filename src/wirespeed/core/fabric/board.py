@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from wirespeed.core.counters import is_congestion
-from wirespeed.core.meter import NodeView, Rates
+from wirespeed.core.fabric.counters import is_congestion
+from wirespeed.core.fabric.meter import NodeView, Rates
 
 
 @dataclass(frozen=True)

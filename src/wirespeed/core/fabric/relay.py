@@ -12,11 +12,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 
-from wirespeed.core.cabling import CablingMap
 from wirespeed.core.checks.ring import HalfLink, Relay, RingPaths, RingPlan, ring_plan
-from wirespeed.core.facts import PCIE_PAYLOAD_EFFICIENCY, NodeFacts
+from wirespeed.core.fabric.cabling import CablingMap
+from wirespeed.core.fabric.facts import PCIE_PAYLOAD_EFFICIENCY, NodeFacts
 from wirespeed.core.ladder import flows_between
-from wirespeed.core.results import End, Flow
+from wirespeed.core.records.results import End, Flow
 
 
 def _rate(facts: Mapping[str, NodeFacts], ends: Sequence[End], pcie: bool) -> float | None:

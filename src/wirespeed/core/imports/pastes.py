@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from wirespeed.core import gdr
-from wirespeed.core.facts import Gpu, Netdev, NodeFacts, PciFunction, RdmaDevice, RdmaPort, Unknown
+from wirespeed.core.fabric import gdr
+from wirespeed.core.fabric.facts import Gpu, Netdev, NodeFacts, PciFunction, RdmaDevice, RdmaPort, Unknown
+from wirespeed.core.fabric.ports import group_ports, pci_address
 from wirespeed.core.parsers import (
     dmesg,
     ethtool_fec,
@@ -31,7 +32,6 @@ from wirespeed.core.parsers import (
     rdma_tools,
 )
 from wirespeed.core.parsers.paste import Section, SkippedLine, split, unread
-from wirespeed.core.ports import group_ports, pci_address
 
 # The kinds this module reads, in the order detect() tries them (the most particular mark first).
 KINDS = (

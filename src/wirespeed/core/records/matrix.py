@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wirespeed.core.decode import Fields, Figures
 from wirespeed.core.ladder import CPU_SATURATED, WIRE_FRACTION
-from wirespeed.core.results import SCHEMA_VERSION, End, FlowResult, RungStatus, check_version, choice
+from wirespeed.core.records.decode import Fields, Figures
+from wirespeed.core.records.results import SCHEMA_VERSION, End, FlowResult, RungStatus, check_version, choice
 
 OUTLIER_FRACTION = 0.75  # a cell or a half below this share of the median is flagged
 EXPECTED_FRACTION = 0.5  # a cell below this share of its line rate is flagged (unless every cell is)

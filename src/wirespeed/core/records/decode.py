@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from wirespeed.core.figures import MAX_BUS_GBPS, MAX_LATENCY_US
+from wirespeed.core.records.figures import MAX_BUS_GBPS, MAX_LATENCY_US
 
 
 class Fields:
@@ -126,8 +126,8 @@ class Damaged(ValueError):
         super().__init__(f"{where}: {self.value} {why}: the record is damaged")
 
 
-# The unit a record's field is in, from its name (wirespeed.core.results: the unit is in every field's name), and
-# the most a measurement in it can be. A field of a measurement record whose name says none of these is still
+# The unit a record's field is in, from its name (wirespeed.core.records.results: the unit is in every field's name),
+# and the most a measurement in it can be. A field of a measurement record whose name says none of these is still
 # checked: finite, and no larger than ABSURD in size.
 MAX_RECORD_S = 30 * 86400.0  # a month: no step, rung or sampler interval of one run lasts longer
 MAX_BYTES = 2**50  # a pebibyte: no message, transfer or buffer of a run is larger

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from wirespeed.core.facts import PhysicalPort
+from wirespeed.core.fabric.facts import PhysicalPort
 
 _BDF_RE = re.compile(r"^([0-9a-f]{4}):([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$", re.I)
 _SYSTEMD_RE = re.compile(r"^en(?:P(\d+))?p(\d+)s(\d+)(?:f(\d+))?(?:np(\d+))?$")

@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from wirespeed.core.cluster.inventory import Cluster, Node
+from wirespeed.core.cluster.nodeset import expand_names, fold_names
 from wirespeed.core.errors import InventoryError, UsageError
-from wirespeed.core.inventory import Cluster, Node
-from wirespeed.core.nodeset import expand_names, fold_names
 
 NODELIST_VARS = ("SLURM_JOB_NODELIST", "SLURM_NODELIST")
 JOB_ID_VARS = ("SLURM_JOB_ID", "SLURM_JOBID")

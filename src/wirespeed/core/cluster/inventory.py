@@ -25,9 +25,9 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
+from wirespeed.core.cluster.nodeset import expand_hosts
 from wirespeed.core.errors import InventoryError
-from wirespeed.core.nesting import Malformed, check_toml_depth
-from wirespeed.core.nodeset import expand_hosts
+from wirespeed.core.records.nesting import Malformed, check_toml_depth
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 _NODE_NAME_RE = re.compile(r"^[A-Za-z0-9:][A-Za-z0-9._:-]{0,62}$")  # ':' for IPv6 literals from --hosts

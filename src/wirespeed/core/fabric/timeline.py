@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from wirespeed.core.meter import Meter, NodeLayout, sample_from_json
+from wirespeed.core.fabric.meter import Meter, NodeLayout, sample_from_json
 
 MAX_POINTS = 600  # per series: enough for a plot a page wide, a long run's report stays small
 
