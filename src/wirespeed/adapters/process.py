@@ -369,3 +369,16 @@ def spawn(
         start_new_session=True,
         env=dict(env) if env is not None else None,
     )
+
+
+def detach(argv: Sequence[str]) -> int:
+    """A process that outlives us on purpose (the fix's rollback timer): its own session, no pipes to us, no
+    descriptors of ours; its pid."""
+    proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)  # fmt: skip
+    return proc.pid
+
+
+def run_attached(argv: Sequence[str]) -> int:
+    """A command that takes over our terminal until it ends (`testbed exec`, `testbed login`): its exit status."""
+    return subprocess.run(list(argv), check=False).returncode

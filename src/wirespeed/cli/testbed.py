@@ -248,14 +248,12 @@ def after_node(command: tuple[str, ...]) -> list[str]:
 @pass_ctx
 def testbed_exec(ctx: Ctx, prefix: str, node: str, command: tuple[str, ...]) -> int:
     """Run COMMAND inside NODE directly (no ssh), with its terminal: for poking at the testbed."""
-    import subprocess
-
+    from wirespeed.adapters.process import run_attached
     from wirespeed.testbed import build
 
     state = build.require_state(prefix)
     state.plan.node(node)
-    completed = subprocess.run(build.node_argv(state, node, after_node(command)), check=False)
-    return completed.returncode  # the command's own status
+    return run_attached(build.node_argv(state, node, after_node(command)))  # the command's own status
 
 
 @testbed.command("shell", context_settings=PASS_THROUGH)
@@ -267,9 +265,9 @@ def testbed_shell(ctx: Ctx, prefix: str, node: str, command: tuple[str, ...]) ->
     """Log in to NODE as its user would, over ssh through its own sshd: a login shell with the node's home, PATH
     and environment; or run COMMAND in that login shell (after --). The testbed's key goes along in an ssh agent,
     so ssh from NODE to the other nodes gets in. Exit status: the command's (255: ssh could not log in)."""
-    import subprocess
     import sys
 
+    from wirespeed.adapters.process import run_attached
     from wirespeed.core.errors import TestbedError
     from wirespeed.testbed import build
     from wirespeed.testbed.login import shell_argv
@@ -278,7 +276,6 @@ def testbed_shell(ctx: Ctx, prefix: str, node: str, command: tuple[str, ...]) ->
     state.plan.node(node)
     argv = shell_argv(state, node, after_node(command), tty=sys.stdin.isatty())
     try:
-        completed = subprocess.run(argv, check=False)
+        return run_attached(argv)  # the command's own status, as ssh reports it
     except OSError as exc:
         raise TestbedError(f"cannot start {argv[0]}: {exc.strerror}", hint="install openssh-client") from None
-    return completed.returncode  # the command's own status, as ssh reports it

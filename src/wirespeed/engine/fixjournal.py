@@ -30,7 +30,6 @@ import fcntl
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -39,6 +38,7 @@ from typing import Any
 
 from wirespeed.adapters import files
 from wirespeed.adapters.configroot import system_path
+from wirespeed.adapters.process import detach
 from wirespeed.core.errors import UsageError, WirespeedError
 from wirespeed.core.fixplan import Operation, operation_from_json, undo_of
 from wirespeed.engine import apply
@@ -210,15 +210,7 @@ def _pause_for_test(path: Path, journal: dict[str, Any]) -> None:
 
 def start_timer(token: str) -> int:
     """A detached process (its own session, no pipes to us) that restores unless confirmed in time."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "wirespeed", "agent", "rollback-timer", "--token", token],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-    )
-    return proc.pid
+    return detach([sys.executable, "-m", "wirespeed", "agent", "rollback-timer", "--token", token])
 
 
 def apply_journaled(
