@@ -80,7 +80,9 @@ def test_init_then_commission_ships_the_agent_and_reports_before_and_after(
     assert done.returncode == 0, done.stdout + done.stderr
     clear_shipped(remote)
 
-    code, out, err = cli("commission", "--cluster", str(plain), "--yes", "--seconds", "2", "--runs", str(tmp_path))
+    prom = tmp_path.parent / f"{tmp_path.name}-prom"
+    code, out, err = cli("commission", "--cluster", str(plain), "--yes", "--seconds", "2", "--runs", str(tmp_path),
+                         "--textfile", str(prom))  # fmt: skip
     assert code == 0, err
     assert re.search(rf"shipped agent-\S+\.pyz to {second}", err), err
     for number, name in enumerate(("discover", "preflight", "checks", "bench before", "fix", "checks after",
@@ -101,6 +103,10 @@ def test_init_then_commission_ships_the_agent_and_reports_before_and_after(
     assert not [name for name, typed in kept.items() if isinstance(typed, dict)], kept
     assert {"run.json", "discovery.json", "fix.json", "fix-record.json", "before/checks.json",
             "after/checks.json", "after/discovery.json"} <= set(kept), sorted(kept)  # fmt: skip
+    metrics = (prom / "wirespeed_bench.prom").read_text()  # both phases, for a dashboard's history
+    for phase in ("before", "after"):
+        line = rf'^wirespeed_bench_ceiling_info\{{ceiling="[\w-]+",phase="{phase}",rung="tcp-halves"\}} 1\.0$'
+        assert re.search(line, metrics, re.MULTILINE), metrics
     page = (run / "report.html").read_text()
     takeaway = page[page.index('id="takeaway"') : page.index("</section>", page.index('id="takeaway"'))]
     assert "<th>before</th><th>after</th><th>change</th>" in takeaway and "tcp-halves" in takeaway

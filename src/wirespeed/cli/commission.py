@@ -96,6 +96,9 @@ def _write_junit(path: Path, run: Run, report: RunReport) -> None:
 @runs_option
 @click.option("--junit", type=click.Path(path_type=Path), default=None,
               help="Also write JUnit XML for CI: a test case per check (as the run left it) and per rung.")  # fmt: skip
+@click.option("--textfile", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Also write every rung's figures and ceiling, before and after, to DIR/wirespeed_bench.prom (the "
+                   "node exporter's textfile format).")  # fmt: skip
 @json_option
 @pass_ctx
 def commission_cmd(
@@ -110,6 +113,7 @@ def commission_cmd(
     rollback_after: float,
     runs_dir: Path,
     junit: Path | None,
+    textfile: Path | None,
     json_mode: bool,
     no_live: bool,
     halves: bool,
@@ -163,6 +167,10 @@ def commission_cmd(
     run = load_run(run_dir.path)
     if junit is not None:
         _write_junit(junit, run, load_report(run_dir.path))
+    if textfile is not None:
+        from wirespeed.cli.bench import write_bench_textfile
+
+        write_bench_textfile(out, run, textfile)
     if json_mode:
         out.data({"run": str(run_dir.path), **run.to_json(), "stopped": done.stopped, "report": str(target)})
     else:
