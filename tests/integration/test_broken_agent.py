@@ -135,9 +135,10 @@ def run_cli(argv: list[str], workdir: Path) -> tuple[int, str, str, float, int]:
 
 
 # A silent agent costs each command its whole deadline (30-40 s): `check` and `fix` read the nodes through the
-# same call as `discover`, so the silent case runs for the others only; every command meets the fast faults.
+# same call as `discover`, so the silent case runs for the others only, and those that take no lock side by side
+# (with bench, the one of them that does); every command meets the fast faults one by one.
 CASES = [(kind, command) for kind in ("floods-stdout", "floods-stderr", "junk") for command in COMMANDS]
-CASES += [("sleeps", command) for command in COMMANDS if command not in ("check", "fix")]
+SILENT_WAVES = (("discover", "watch", "agent-check", "bench"), ("commission",))
 
 
 @pytest.mark.parametrize(("kind", "command"), CASES)
@@ -145,6 +146,28 @@ def test_a_broken_agent_makes_every_command_return_with_one_line(
     kind: str, command: str, broken: Path, tmp_path: Path
 ) -> None:
     returns_with_one_line(kind, command, broken, tmp_path)
+
+
+@pytest.mark.parametrize("wave", SILENT_WAVES, ids=["+".join(wave) for wave in SILENT_WAVES])
+@pytest.mark.parametrize("kind", ["sleeps"])
+def test_a_silent_agent_makes_every_command_return_with_one_line(
+    kind: str, wave: tuple[str, ...], broken: Path, tmp_path: Path
+) -> None:
+    """The commands of a wave at once, each in a process of its own, each held to the same rules as alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(command: str) -> tuple[int, str, str, float, int]:
+        workdir = tmp_path / command
+        workdir.mkdir()
+        return run_cli([*COMMANDS[command], "--cluster", str(broken)], workdir)
+
+    with ThreadPoolExecutor(max_workers=len(wave)) as pool:
+        results = dict(zip(wave, pool.map(one, wave), strict=True))
+    there, here = left_behind()
+    for command, result in results.items():
+        said_once(kind, command, *result)
+    assert there == [], f"left on {BROKEN}: {there}"
+    assert here == [], f"ssh clients left here: {here}"
 
 
 @pytest.mark.parametrize("command", ["bench"])  # commission takes the same lock, then reads the nodes the same way
@@ -156,16 +179,21 @@ def test_a_node_that_cannot_be_read_past_the_lock_stops_a_measurement(
 
 
 def returns_with_one_line(kind: str, command: str, broken: Path, tmp_path: Path) -> None:
-    code, stdout, stderr, seconds, peak_kb = run_cli([*COMMANDS[command], "--cluster", str(broken)], tmp_path)
-    print(f"\n{kind:14} {command:9} exit {code}  {seconds:5.1f} s  {peak_kb / 1024:6.1f} MB")
+    result = run_cli([*COMMANDS[command], "--cluster", str(broken)], tmp_path)
     there, here = left_behind()
-    assert code not in (0, None) and code != -9, (code, stderr[-2000:])
+    said_once(kind, command, *result)
+    assert there == [], f"left on {BROKEN}: {there}"
+    assert here == [], f"ssh clients left here: {here}"
+
+
+def said_once(kind: str, command: str, code: int, stdout: str, stderr: str, seconds: float, peak_kb: int) -> None:
+    """It ended non-zero within RETURN_S, under MAX_RSS_KB, naming the node in one line that carries no flood."""
+    print(f"\n{kind:14} {command:9} exit {code}  {seconds:5.1f} s  {peak_kb / 1024:6.1f} MB")
+    assert code not in (0, None) and code != -9, (command, code, stderr[-2000:])
     assert seconds < RETURN_S, f"{command} took {seconds:.1f} s with an agent that {kind}"
     assert 0 < peak_kb < MAX_RSS_KB, f"{command} peaked at {peak_kb / 1024:.0f} MB"
     said = re.compile(rf"\b{BROKEN}: (?:{SAID[kind]})")
-    assert any(said.search(line) for line in (stdout + stderr).splitlines()), (stdout[-2000:], stderr[-2000:])
+    assert any(said.search(line) for line in (stdout + stderr).splitlines()), (command, stdout[-2000:], stderr[-2000:])
     naming = [line for line in stderr.splitlines() if f"{BROKEN}: " in line]
-    assert len(naming) <= 1, naming  # one line, not a line per step that met it
-    assert all(len(line) < 400 for line in (stdout + stderr).splitlines()), "a line carries the flood"
-    assert there == [], f"left on {BROKEN}: {there}"
-    assert here == [], f"ssh clients left here: {here}"
+    assert len(naming) <= 1, (command, naming)  # one line, not a line per step that met it
+    assert all(len(line) < 400 for line in (stdout + stderr).splitlines()), f"{command}: a line carries the flood"

@@ -1,10 +1,9 @@
-"""A four-node ring on the emulated cluster: `discover` finds it in order, `check` fails the missing routes and the
-relays that do not forward, `fix --yes` makes every pair reachable through the ring (the kernel of each relay's
-namespace forwarding), and `fix --revert` puts everything back."""
+"""A four-node ring on the emulated cluster, commissioned as an owner would: `init` on node 1, then with `--peers`,
+then `commission --yes`, which fixes the ring's routes and forwarding itself. (`discover`, `check`, `fix` and
+`fix --revert` on a ring, hop by hop: test_ring_faults.py's six-node ring.)"""
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 from pathlib import Path
@@ -12,97 +11,11 @@ from pathlib import Path
 import junitparser
 import pytest
 
-from wirespeed.cli.main import main
-from wirespeed.cli.output import Environment
-from wirespeed.engine.remote import Remote
-from wirespeed.testbed import state as testbed_state
-
 from .helpers import running_testbed
 
 pytestmark = pytest.mark.root
 
-PREFIX = "wrg-"
 COUNT = 4
-NODES = [f"{PREFIX}{i}" for i in range(1, COUNT + 1)]
-FORWARD_FILE = "etc/sysctl.d/93-wirespeed-forward.conf"
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    env = Environment(stdout=io.StringIO(), stderr=io.StringIO(), width=200)
-    code = main(list(argv), env)
-    return code, env.stdout.getvalue(), env.stderr.getvalue()  # type: ignore[attr-defined]
-
-
-def addresses(index: int) -> list[str]:
-    """Node `index`'s (1-based) four fabric addresses: port 0 on cable index-1, port 1 on the cable before."""
-    cables = ((index - 1) % COUNT, (index - 2) % COUNT)
-    return [f"198.19.{2 * cable + half}.{index}" for cable in cables for half in (0, 1)]
-
-
-def run(remote: Remote, node: str, *argv: str) -> str:
-    result = remote.run(remote.cluster.node(node), list(argv), timeout_s=60)
-    assert result.ok, result.message
-    return result.stdout
-
-
-def unreachable(remote: Remote) -> list[str]:
-    """Every node pings every fabric address of every other node once: the ones that did not answer."""
-    failed: list[str] = []
-    for index, node in enumerate(NODES, start=1):
-        targets = [a for other in range(1, COUNT + 1) if other != index for a in addresses(other)]
-        script = "for a in " + " ".join(targets) + '; do ping -n -q -c1 -W2 "$a" >/dev/null 2>&1 || echo "$a"; done'
-        failed += [f"{node} -> {a}" for a in run(remote, node, "sh", "-c", script).split()]
-    return failed
-
-
-def statuses(cluster: str) -> dict[str, dict[str, object]]:
-    code, out, err = cli("check", "--cluster", cluster, "--only", "ring.routes,ring.forward", "--json")
-    assert code in (0, 1), err
-    return {r["id"]: r for r in json.loads(out)["results"]}
-
-
-def test_four_node_ring_discovered_fixed_and_reverted(tmp_path: Path) -> None:
-    with running_testbed(PREFIX, nodes=COUNT, topology="ring") as (_, remote):
-        cluster = remote.cluster.source
-        etc_of = {n: testbed_state.testbed_dir(PREFIX) / "nodes" / n / "root" for n in NODES}
-
-        code, out, err = cli("discover", "--cluster", cluster)
-        assert code == 0, err
-        assert f"ring: {' → '.join([*NODES, NODES[0]])}" in out
-        assert "cabling: ring, 4 cable(s)" in out
-        assert f"{NODES[3]} port 0 ════ {NODES[0]} port 1" in out
-
-        far = addresses(3)[2]  # wrg-3's port 1, half 0: on the cable from wrg-2
-        assert far == "198.19.2.3"
-        assert not remote.run(remote.cluster.node(NODES[0]), ["ping", "-n", "-c1", "-W1", far], timeout_s=30).ok
-
-        before = statuses(cluster)
-        assert before["ring.routes"]["status"] == "fail"
-        fixes = {f["node"]: f["commands"] for f in before["ring.routes"]["fixes"]}  # type: ignore[union-attr]
-        assert "sudo ip route replace 198.19.2.0/24 via 198.19.0.2 dev enp1s0f0np0" in fixes[NODES[0]]
-        assert before["ring.forward"]["status"] == "fail"  # every node relays, none forwards yet
-        assert run(remote, NODES[1], "cat", "/proc/sys/net/ipv4/ip_forward").strip() == "0"
-
-        record = tmp_path / "fix.json"
-        code, out, err = cli("fix", "--cluster", cluster, "--yes", "--json", "--record", str(record))
-        assert code == 0, err
-        route = json.loads(run(remote, NODES[0], "ip", "-j", "route", "get", far))[0]
-        assert (route["gateway"], route["dev"]) == ("198.19.0.2", "enp1s0f0np0")  # through wrg-2
-        assert run(remote, NODES[0], "ping", "-n", "-c1", "-W2", far)
-        assert unreachable(remote) == []
-        assert run(remote, NODES[1], "cat", "/proc/sys/net/ipv4/ip_forward").strip() == "1"
-        assert "net.ipv4.ip_forward = 1" in (etc_of[NODES[1]] / FORWARD_FILE).read_text()
-        after = statuses(cluster)
-        assert (after["ring.routes"]["status"], after["ring.forward"]["status"]) == ("pass", "pass"), after
-
-        code, out, err = cli("fix", "--cluster", cluster, "--revert", "--yes", "--json", "--record", str(record))
-        assert code == 0, err
-        assert not remote.run(remote.cluster.node(NODES[0]), ["ping", "-n", "-c1", "-W1", far], timeout_s=30).ok
-        assert "198.19.2.0/24" not in run(remote, NODES[0], "ip", "route", "show")
-        for node in NODES:
-            assert run(remote, node, "cat", "/proc/sys/net/ipv4/ip_forward").strip() == "0"
-            assert not (etc_of[node] / FORWARD_FILE).exists()
-        assert statuses(cluster)["ring.routes"]["status"] == "fail"
 
 
 def test_a_four_node_ring_commissioned_as_an_owner_would(tmp_path: Path) -> None:

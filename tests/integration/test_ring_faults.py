@@ -82,6 +82,13 @@ def fixes_of(found: dict[str, Any]) -> dict[str, list[str]]:
     return {f["node"]: list(f["commands"]) for f in found.get("fixes") or []}
 
 
+def etc_root(node: str) -> Path:
+    """The node's own root of files (its /etc is this folder's etc/): what `fix` wrote there."""
+    from wirespeed.testbed import state as testbed_state
+
+    return testbed_state.testbed_dir(SIX) / "nodes" / node / "root"
+
+
 def fix(cluster: str, record: Path, *extra: str) -> None:
     code, _out, err = cli("fix", "--cluster", cluster, "--yes", "--json", "--record", str(record), *extra)
     assert code == 0, err
@@ -123,6 +130,12 @@ def test_six_node_ring_discovered_fixed_and_reverted(tmp_path: Path) -> None:
         record = tmp_path / "fix.json"
         fix(cluster, record)
         assert unreachable(remote, SIX, 6) == []
+        far = address(6, 4, 0, 0)  # the opposite node, three hops either way: half 0 of its port 0
+        route = json.loads(run(remote, nodes[0], "ip", "-j", "route", "get", far))[0]
+        ways = {(address(6, 2, 1, 0), HALVES[0, 0]), (address(6, 6, 0, 0), HALVES[1, 0])}  # by rf6-2 or by rf6-6
+        assert (route["gateway"], route["dev"]) in ways, route
+        kept = {node: etc_root(node) / FORWARD_FILE.lstrip("/") for node in nodes}  # forwarding kept for a reboot
+        assert all(f"{IP_FORWARD} = 1" in path.read_text() for path in kept.values()), kept
         after = statuses(cluster)
         assert (after["ring.routes"]["status"], after["ring.forward"]["status"]) == ("pass", "pass"), after
 
@@ -130,6 +143,8 @@ def test_six_node_ring_discovered_fixed_and_reverted(tmp_path: Path) -> None:
         for node in nodes:
             assert ring_routes(remote, node) == [], node
             assert ip_forward(remote, node) == "0", node
+            assert not kept[node].exists(), node
+        assert statuses(cluster)["ring.routes"]["status"] == "fail"
         assert pings(remote, nodes[0], [address(6, 4, 0, 0)]) == [address(6, 4, 0, 0)]  # the opposite node, again
 
 
