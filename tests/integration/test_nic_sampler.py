@@ -53,7 +53,11 @@ def inside(netns: str, code: str) -> object:
 def test_the_ioctl_reads_what_ethtool_prints(netns: str) -> None:
     code = """
 import json, subprocess
-from wirespeed.adapters.ethtool_ioctl import StatsReader, read_stats, EthtoolError
+from wirespeed.adapters.ethtool_ioctl import StatsReader, EthtoolError
+
+def read_stats(iface):
+    with StatsReader(iface) as reader:
+        return reader.read()
 from wirespeed.core.parsers.ethtool import parse_stats
 ours = read_stats("wsa0")
 with StatsReader("wsa0") as reader:

@@ -12,6 +12,7 @@ from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
 from wirespeed.core.records.compare import compare_runs
 from wirespeed.core.records.decode import Fields
+from wirespeed.core.records.options import RunOptions
 from wirespeed.core.records.results import Ceiling, Direction, Flow, FlowResult, RungResult, RungStatus, WireFigures
 from wirespeed.core.records.run import NodeRef, RunRecord, RunStatus, Step, StepStatus, headline, phase_rows
 from wirespeed.engine.rundir import RunDirectory
@@ -32,7 +33,7 @@ def rung(name: str, gbps: float | None, ceiling: str = "wire") -> RungResult:
 def commissioned(root: Path, before: float, after: float) -> Path:
     run_dir = RunDirectory(root)
     planned = ("before/tcp-single", "before/rdma-bw", "after/tcp-single", "after/rdma-bw")
-    run_dir.start(RunRecord("0.1.0", ("commission", "--yes"), "commission", {}, "lab", (NodeRef("n1", "a"),),
+    run_dir.start(RunRecord("0.1.0", ("commission", "--yes"), "commission", RunOptions(), "lab", (NodeRef("n1", "a"),),
                             "2026-11-24T00:00:00Z", planned=planned, phases=("before", "after")))  # fmt: skip
     run_dir.step(Step("discover", StepStatus.DONE, "1 node(s)", 4.2))
     for phase, gbps, ceiling in (("before", before, "cpu"), ("after", after, "wire")):
@@ -45,7 +46,7 @@ def commissioned(root: Path, before: float, after: float) -> Path:
 
 
 def test_steps_and_phases_round_trip_through_run_json() -> None:
-    record = RunRecord("0.1.0", ("commission",), "commission", {"fix": True}, "lab", (NodeRef("n1", "a"),),
+    record = RunRecord("0.1.0", ("commission",), "commission", RunOptions(fix=True), "lab", (NodeRef("n1", "a"),),
                        "2026-11-24T00:00:00Z", phases=("before", "after"),
                        steps=(Step("checks", StepStatus.STOPPED, "ssh.mesh fails", 4.5),))  # fmt: skip
     assert RunRecord.from_json(json.loads(json.dumps(record.to_json())), "run.json") == record

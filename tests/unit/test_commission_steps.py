@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from wirespeed.core.errors import Interrupted, WirespeedError
+from wirespeed.core.records.options import RunOptions
 from wirespeed.core.records.run import NodeRef, RunRecord, RunStatus, StepStatus
 from wirespeed.engine.commission import Commission, Stop, _Steps, write_report
 from wirespeed.engine.rundir import RunDirectory
@@ -17,7 +18,7 @@ from wirespeed.engine.rundir import RunDirectory
 
 def started(root: Path) -> tuple[RunDirectory, _Steps, list[str]]:
     run_dir = RunDirectory(root)
-    run_dir.start(RunRecord("0.1.0", ("commission",), "commission", {}, "lab", (NodeRef("n1", "a"),),
+    run_dir.start(RunRecord("0.1.0", ("commission",), "commission", RunOptions(), "lab", (NodeRef("n1", "a"),),
                             "2026-11-26T00:00:00Z"))  # fmt: skip
     said: list[str] = []
     return run_dir, _Steps(run_dir, said.append), said

@@ -12,6 +12,7 @@ import pytest
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
 from wirespeed.core.records.compare import compare_runs, regressions
+from wirespeed.core.records.options import RunOptions
 from wirespeed.core.records.results import (
     Ceiling,
     CollectiveSummary,
@@ -72,7 +73,7 @@ def write_run(root: Path, name: str, rungs: list[RungResult]) -> Path:
     run = root / name
     run.mkdir(parents=True)
     record = RunRecord(
-        wirespeed_version="0.2.0", command=("bench", "tcp"), what="tcp", options={}, cluster="test",
+        wirespeed_version="0.2.0", command=("bench", "tcp"), what="tcp", options=RunOptions(), cluster="test",
         nodes=(NodeRef("s1", "10.0.0.1"), NodeRef("s2", "10.0.0.2")), started_utc="2026-11-01T00:00:00Z",
         status=RunStatus.COMPLETE, ended_utc="2026-11-01T00:01:00Z", planned=tuple(r.rung for r in rungs),
     )  # fmt: skip

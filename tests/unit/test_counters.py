@@ -420,7 +420,7 @@ def test_function_split_from_vport_counters() -> None:
         "tx_vport_multicast_bytes": 5,
     }
     before = IfaceReading(stats=selected_real() | base)
-    assert before.function_bytes() == (11_005, 22_000)
+    assert before.derived().function == (11_005, 22_000)
     after = IfaceReading(
         stats=grown(
             before.stats,
@@ -438,9 +438,9 @@ def test_function_split_from_vport_counters() -> None:
 
 def test_function_split_needs_the_rdma_vport_counters() -> None:
     # the real listing has vport unicast but no RDMA vport counters: no split rather than one without RDMA
-    assert IfaceReading(stats=selected_real()).function_bytes() is None
+    assert IfaceReading(stats=selected_real()).derived().function is None
     only_tx_rdma = selected_real() | {"tx_vport_rdma_unicast_bytes": 1}
-    assert IfaceReading(stats=only_tx_rdma).function_bytes() is None
+    assert IfaceReading(stats=only_tx_rdma).derived().function is None
 
 
 def test_rdma_port_counters_are_words() -> None:
@@ -563,41 +563,6 @@ def test_cpu_busy_without_time_passing() -> None:
 # ---------------------------------------------------------------------------------------------- /proc/net/dev
 
 # The kernel pads the columns; a byte count too wide for its column runs into the colon (the second line).
-PROC_NET_DEV = "\n".join(
-    (
-        "Inter-|   Receive                                                |  Transmit",
-        " face |bytes    packets errs drop fifo frame compressed multicast|"
-        "bytes    packets errs drop fifo colls carrier compressed",
-        "    lo:  123456     789    0    0    0     0          0         0   123456     789    0    0    0     0"
-        "       0          0",
-        "enp1s0f1np1:6211329423080 97052087 1 2 3 4 0 55 357657403514 5588396 5 6 7 8 9 0",
-        "  eth0: 1 2",
-        "",
-    )
-)
-
-
-def test_parse_proc_net_dev() -> None:
-    nicsampler = pytest.importorskip("wirespeed.adapters.nicsampler")
-    found = nicsampler.parse_proc_net_dev(PROC_NET_DEV)
-    assert set(found) == {"lo", "enp1s0f1np1"}  # the short eth0 line is skipped
-    assert found["enp1s0f1np1"] == {
-        "rx_bytes": 6211329423080,
-        "rx_packets": 97052087,
-        "rx_errors": 1,
-        "rx_dropped": 2,
-        "rx_fifo_errors": 3,
-        "rx_frame_errors": 4,
-        "tx_bytes": 357657403514,
-        "tx_packets": 5588396,
-        "tx_errors": 5,
-        "tx_dropped": 6,
-        "tx_fifo_errors": 7,
-        "tx_carrier_errors": 9,
-    }
-    assert found["lo"]["rx_bytes"] == 123456
-    assert nicsampler.parse_proc_net_dev(PROC_NET_DEV, only={"lo"}).keys() == {"lo"}
-    assert nicsampler.parse_proc_net_dev("") == {}
 
 
 def test_a_64_bit_rdma_word_counter_wraps_in_words_not_bytes() -> None:

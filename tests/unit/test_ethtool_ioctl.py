@@ -34,14 +34,24 @@ from wirespeed.adapters.ethtool_ioctl import (
     StatsReader,
     decode_names,
     decode_sset_count,
-    decode_stats,
     pack_ifreq,
-    read_stats,
     stats_count,
     strings_count,
+    values_struct,
 )
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def decode_stats(buffer: bytes, count: int) -> tuple[int, ...]:
+    """The first `count` values of an ETHTOOL_GSTATS reply: the values start after its 8-byte head."""
+    return values_struct(count).unpack_from(buffer, 8)
+
+
+def read_stats(iface: str) -> dict[str, int]:
+    """One interface's statistics once, as the sampler reads them."""
+    with StatsReader(iface) as reader:
+        return reader.read()
 
 
 # --- the pure helpers, on hand-built buffers ----------------------------------------------------------------------
@@ -322,7 +332,11 @@ def test_statistics_that_vanish_and_come_back(kernel: FakeKernel) -> None:
 
 CHILD_PRELUDE = '''
 import json, subprocess, sys
-from wirespeed.adapters.ethtool_ioctl import EthtoolError, StatsReader, read_stats
+from wirespeed.adapters.ethtool_ioctl import EthtoolError, StatsReader
+
+def read_stats(iface):
+    with StatsReader(iface) as reader:
+        return reader.read()
 
 def sh(*argv):
     return subprocess.run(argv, check=True, capture_output=True, text=True).stdout

@@ -6,6 +6,13 @@ import pytest
 
 from wirespeed.core.parsers import jobconf, kernel_log
 
+
+def shadowed(environment: dict[str, str], layers: list[list[jobconf.Setting]]) -> list[jobconf.Setting]:
+    """File lines the environment (or an earlier file) overrides: every line `merged` did not keep."""
+    kept = {id(s) for s in jobconf.merged(environment, layers).values()}
+    return [s for settings in layers for s in settings if id(s) not in kept]
+
+
 # Verbatim from public Spark captures: a boot (dmesg | grep -iE 'insufficient power|PCIe bandwidth|cx7-pcie-hotplug')
 # and a cable plugged with the machine running (timestamps as dmesg prints them where the capture had them).
 BOOT = [
@@ -65,7 +72,7 @@ def test_nccl_conf_is_read_as_setenv_without_overwrite() -> None:
         "NCCL_IB_USE_INLINE": "/etc/nccl.conf:2",  # the first line wins within a file
         "NCCL_IB_HCA ": "/etc/nccl.conf:4",
     }  # NCCL_IB_GID_INDEX: the environment wins
-    assert [s.where for s in jobconf.shadowed({"NCCL_IB_GID_INDEX": "3"}, [user, etc])] == [
+    assert [s.where for s in shadowed({"NCCL_IB_GID_INDEX": "3"}, [user, etc])] == [
         "/home/u/.nccl.conf:1",
         "/etc/nccl.conf:3",
         "/etc/nccl.conf:6",

@@ -21,6 +21,7 @@ from wirespeed.cli.output import Environment
 from wirespeed.core.cluster.inventory import parse_cluster_toml
 from wirespeed.core.errors import InventoryError, WirespeedError
 from wirespeed.core.records.nesting import MAX_DEPTH, json_depth, toml_depth
+from wirespeed.core.records.options import RunOptions
 from wirespeed.core.records.run import NodeRef, RunRecord
 from wirespeed.engine import fix
 from wirespeed.engine.discover import discover_snapshots
@@ -59,7 +60,7 @@ def untouched(path: Path) -> None:
 def make_run(root: Path) -> RunDirectory:
     run_dir = RunDirectory(root)
     run_dir.start(RunRecord(
-        wirespeed_version="0.2.0", command=("bench", "tcp"), what="tcp", options={}, cluster="lab",
+        wirespeed_version="0.2.0", command=("bench", "tcp"), what="tcp", options=RunOptions(), cluster="lab",
         nodes=(NodeRef("s1", "10.0.0.1"), NodeRef("s2", "10.0.0.2")), started_utc="2026-11-01T00:00:00Z",
         planned=(), host="controller", pid=None,
     ))  # fmt: skip

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from wirespeed.core.records.options import RunOptions
 from wirespeed.core.records.results import (
     Ceiling,
     CollectiveSummary,
@@ -92,7 +93,7 @@ def record(tmp_path: Path) -> Path:
     run_dir = RunDirectory(tmp_path)
     rungs = {p: phase(p == "after") for p in ("before", "after")}
     planned = tuple(f"{p}/{r.rung}" for p, found in rungs.items() for r in found)
-    run_dir.start(RunRecord("0.1.0", ("commission", "--yes"), "commission", {}, "spark",
+    run_dir.start(RunRecord("0.1.0", ("commission", "--yes"), "commission", RunOptions(), "spark",
                             (NodeRef("spark-1", "spark-1"), NodeRef("spark-2", "spark-2")), "2026-11-26T10:00:00Z",
                             planned=planned, phases=("before", "after")))  # fmt: skip
     for name, found in rungs.items():

@@ -6,12 +6,23 @@ import json
 from pathlib import Path
 from typing import Any
 
-from wirespeed.core.records.fixrecord import AppliedChange
-from wirespeed.engine.fix import NodeOutcome, revert_plan, write_record
+from wirespeed.core.fixplan import Operation, undo_of
+from wirespeed.core.records.fixrecord import AppliedChange, RevertRecord
+from wirespeed.engine.fix import NodeOutcome, write_record
 
 TUNED = "4096 131072 134217728"
 OP = {"kind": "sysctl", "target": "net.ipv4.tcp_rmem", "value": TUNED, "reason": "sysctl.tcp"}
 APPLIED: dict[str, Any] = {"op": OP, "ok": True, "original": "4096 131072 6291456"}
+
+
+def revert_plan(path: Path) -> dict[str, list[Operation]]:
+    """The record's undo per node, as `fix --revert` reads it (without asking the nodes)."""
+    record = RevertRecord.from_json(json.loads(path.read_text()), str(path))
+    return {
+        node: [undo_of(c.op.to_json(), c.original) for c in reversed(changes)]
+        for node, changes in record.nodes.items()
+        if changes
+    }
 
 
 def test_a_second_fix_that_changed_nothing_keeps_the_first_record(tmp_path: Path) -> None:

@@ -130,14 +130,14 @@ def test_a_small_peak_message_and_a_gdr_finding_join_the_evidence(sparks: Discov
 def test_climb_gives_each_rung_the_results_before_it(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict[str, tuple[str, ...]] = {}
 
-    def run(rung: Any, ctx: Any) -> RungResult:
+    def run(rung: Any, ctx: Any, plan: Any = None) -> RungResult:
         seen[rung.name] = tuple(r.rung for r in ctx.earlier)
         return RungResult(rung.name, RungStatus.RAN)
 
     monkeypatch.setattr(bench, "run_rung", run)
     ctx: Any = bench.RungContext(None, None, None, None, board=SimpleNamespace())  # type: ignore[arg-type]
-    rungs = [SimpleNamespace(name=n) for n in ("rdma-bw", "nccl-all_reduce")]
-    bench.climb(ctx, rungs, [], lambda _: None)  # type: ignore[arg-type]
+    named: Any = [SimpleNamespace(name=n) for n in ("rdma-bw", "nccl-all_reduce")]
+    bench.climb(ctx, [bench.PlannedRung(rung, SimpleNamespace(nodes=())) for rung in named], [], lambda _: None)
     assert seen == {"rdma-bw": (), "nccl-all_reduce": ("rdma-bw",)}
 
 

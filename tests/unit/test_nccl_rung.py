@@ -19,7 +19,6 @@ from wirespeed.core.nccl import (
     NcclOptions,
     NcclPlan,
     NodeMemory,
-    json_rows,
     mpirun_argv,
     node_memory,
     plan_nccl,
@@ -41,6 +40,17 @@ from wirespeed.core.tools.nccl_tests import supports_json_output
 from wirespeed.engine.discover import discover_snapshots
 
 SNAPSHOTS = Path(__file__).parent.parent / "fixtures" / "snapshots"
+
+
+def json_rows(text: str) -> list[dict[str, Any]]:
+    """The out-of-place figures of nccl-tests' JSON, as written (the oracle for a rung's rows)."""
+    return [
+        {"size_bytes": int(r["size"]), "busbw_GBps": r["out_of_place"]["bus_bw"]}
+        for r in json.loads(text).get("results", [])
+        if isinstance(r, dict) and isinstance(r.get("out_of_place"), dict)
+    ]
+
+
 REAL = Path(__file__).parent.parent / "fixtures" / "real" / "nccl_tests_device"
 SOCKET_TEXT = REAL / "sendrecv_1node_2gpu_h200_socket_lo_v2.19.6.txt"
 SOCKET_JSON = REAL / "sendrecv_1node_2gpu_h200_socket_lo_v2.19.6.nccl-tests.json"
@@ -357,7 +367,7 @@ def test_wire_figures_keep_the_steady_rate_through_json() -> None:
 
 
 def test_the_cluster_files_nccl_env_goes_to_every_rank_and_env_on_the_command_line_wins(sparks: Discovery) -> None:
-    from wirespeed.engine.rungs.base import BenchOptions
+    from wirespeed.core.records.options import BenchOptions
     from wirespeed.engine.rungs.nccl import nccl_options
 
     options = nccl_options(BenchOptions(env=(("NCCL_SOCKET_NTHREADS", "8"),)),
@@ -419,7 +429,7 @@ def test_the_tcp_halves_plan_pins_by_the_cpus_discovery_read(sparks: Discovery) 
     """No command runs while planning: the remote is absent, and the client's CPUs come from its facts."""
     from types import SimpleNamespace
 
-    from wirespeed.engine.rungs.base import BenchOptions
+    from wirespeed.core.records.options import BenchOptions
     from wirespeed.engine.rungs.tcp import TcpRung
 
     facts = {n: replace(f, cpus=20) for n, f in sparks.facts.items()}

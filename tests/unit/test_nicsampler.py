@@ -9,7 +9,7 @@ import json
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -153,7 +153,7 @@ def test_proc_net_dev_fields_are_the_kernel_digits() -> None:
     assert nicsampler.proc_net_dev_fields(NET_DEV.replace("7000000", "7e6")) == {
         "lo": lo + lo
     }  # not a number: left out
-    assert nicsampler.parse_proc_net_dev(NET_DEV)["eth9"]["tx_carrier_errors"] == 10
+    assert parse_proc_net_dev(NET_DEV)["eth9"]["tx_carrier_errors"] == 10
 
 
 class Clock:
@@ -499,3 +499,47 @@ def test_no_compiled_layout_where_the_reader_would_differ(steady_node: Clock, mo
         assert sampler._steady is not None and sampler.compiled_layout() is None
     finally:
         sampler.close()
+
+
+def parse_proc_net_dev(text: str, only: Collection[str] | None = None) -> dict[str, dict[str, int]]:
+    """/proc/net/dev as {iface: {kept field: value}}: the sampler's fields, named (the oracle its JSON must match)."""
+    return {
+        name: dict(zip(nicsampler.NETDEV_KEPT_NAMES, map(int, fields), strict=True))
+        for name, fields in nicsampler.proc_net_dev_fields(text, only).items()
+    }
+
+
+PROC_NET_DEV = "\n".join(
+    (
+        "Inter-|   Receive                                                |  Transmit",
+        " face |bytes    packets errs drop fifo frame compressed multicast|"
+        "bytes    packets errs drop fifo colls carrier compressed",
+        "    lo:  123456     789    0    0    0     0          0         0   123456     789    0    0    0     0"
+        "       0          0",
+        "enp1s0f1np1:6211329423080 97052087 1 2 3 4 0 55 357657403514 5588396 5 6 7 8 9 0",
+        "  eth0: 1 2",
+        "",
+    )
+)
+
+
+def test_parse_proc_net_dev() -> None:
+    found = parse_proc_net_dev(PROC_NET_DEV)
+    assert set(found) == {"lo", "enp1s0f1np1"}  # the short eth0 line is skipped
+    assert found["enp1s0f1np1"] == {
+        "rx_bytes": 6211329423080,
+        "rx_packets": 97052087,
+        "rx_errors": 1,
+        "rx_dropped": 2,
+        "rx_fifo_errors": 3,
+        "rx_frame_errors": 4,
+        "tx_bytes": 357657403514,
+        "tx_packets": 5588396,
+        "tx_errors": 5,
+        "tx_dropped": 6,
+        "tx_fifo_errors": 7,
+        "tx_carrier_errors": 9,
+    }
+    assert found["lo"]["rx_bytes"] == 123456
+    assert parse_proc_net_dev(PROC_NET_DEV, only={"lo"}).keys() == {"lo"}
+    assert parse_proc_net_dev("") == {}

@@ -20,12 +20,13 @@ from wirespeed.core.fabric.discovery import Discovery
 from wirespeed.core.fabric.facts import Gid, NodeFacts, Tool, Unknown
 from wirespeed.core.fabric.rdma import GID_FIX, RdmaOptions, RdmaPair, client_argv, plan_rdma, server_argv
 from wirespeed.core.outcome import CommandResult, Status
+from wirespeed.core.records.options import BenchOptions
 from wirespeed.core.records.results import Direction, Latency, NotRunnable, RungResult, RungStatus
 from wirespeed.core.tools.perftest import flow_results, latency
 from wirespeed.engine import serving
 from wirespeed.engine.discover import discover_snapshots
 from wirespeed.engine.rundir import RunDirectory
-from wirespeed.engine.rungs.base import BenchOptions, RungContext, run_rung
+from wirespeed.engine.rungs.base import RungContext, run_rung
 from wirespeed.engine.rungs.rdma import RdmaBwRung, RdmaLatRung
 
 SNAPSHOTS = Path(__file__).parent.parent / "fixtures" / "snapshots"
@@ -612,3 +613,27 @@ def test_what_ran_where_is_kept_beside_the_output(sparks: Discovery, tmp_path: P
     assert lines[0] == f"server on {server.node}: {shlex.join(server.argv)}"
     client_node, client_argv = remote.clients[0]
     assert f"client on {client_node}: {shlex.join(client_argv)}" in lines
+
+
+def test_a_climb_plans_each_rung_once_and_runs_preflights_plan(
+    sparks: Discovery, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wirespeed.engine.bench import climb
+    from wirespeed.engine.rungs.base import preflight
+
+    made: list[str] = []
+    for kind in (RdmaBwRung, RdmaLatRung):
+        original = kind.plan
+
+        def counted(self: Any, ctx: RungContext, original: Any = original) -> Any:
+            made.append(self.name)
+            return original(self, ctx)
+
+        monkeypatch.setattr(kind, "plan", counted)
+    remote = FakeRemote(lambda argv, attempt: (0, CLIENT2.read_text(), ""))
+    ctx = context(remote, sparks, RunDirectory(tmp_path))
+    runnable, skipped = preflight(ctx, [RdmaBwRung(), RdmaLatRung()])
+    assert [p.name for p in runnable] == ["rdma-bw", "rdma-lat"] and skipped == []
+    results = climb(ctx, runnable, skipped, lambda _: None)
+    assert [r.rung for r in results] == ["rdma-bw", "rdma-lat"]
+    assert made == ["rdma-bw", "rdma-lat"]  # preflight's plans are the ones that ran: none made again

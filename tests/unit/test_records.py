@@ -12,6 +12,7 @@ from wirespeed.core.checks.model import ChecksRecord
 from wirespeed.core.fabric.discovery import Discovery
 from wirespeed.core.fixplan import Operation
 from wirespeed.core.records.fixrecord import AppliedChange, FixRecord, NodeFixResult, RevertRecord
+from wirespeed.core.records.options import BenchOptions, RunOptions
 from wirespeed.core.records.results import Ceiling, RungResult, RungStatus
 from wirespeed.core.records.run import NodeRef, RunRecord, RunStatus, Step, StepStatus
 from wirespeed.core.toolchain import NodePlan, NodeSetup, SetupRecord, SetupStep
@@ -131,8 +132,9 @@ def test_every_file_of_a_commission_run_reads_typed(tmp_path: Path) -> None:
     the report holds the same records typed."""
     run = tmp_path / "20261126T170000Z"
     steps = tuple(Step(name, StepStatus.DONE, "", 1.0) for name in ("discover", "checks", "fix"))
-    record = RunRecord("0.2.0", ("commission",), "commission", {"seconds": 2}, "c", (NodeRef("spark-1", "h"),),
-                       "2026-11-26T17:00:00Z", RunStatus.COMPLETE, "2026-11-26T17:05:00Z", phases=("before", "after"),
+    record = RunRecord("0.2.0", ("commission",), "commission", RunOptions(BenchOptions(seconds=2)), "c",
+                       (NodeRef("spark-1", "h"),), "2026-11-26T17:00:00Z", RunStatus.COMPLETE, "2026-11-26T17:05:00Z",
+                       phases=("before", "after"),
                        planned=("before/tcp-single", "after/tcp-single"), steps=steps)  # fmt: skip
     write(run / "run.json", record.to_json())
     write(run / "discovery.json", FOUND.to_json())
@@ -163,7 +165,7 @@ def test_every_file_of_a_commission_run_reads_typed(tmp_path: Path) -> None:
 
 def test_a_file_that_is_not_its_record_is_named_in_the_report_and_the_rest_still_reads(tmp_path: Path) -> None:
     run = tmp_path / "20261126T170000Z"
-    record = RunRecord("0.2.0", ("commission",), "commission", {}, "c", (NodeRef("spark-1", "h"),),
+    record = RunRecord("0.2.0", ("commission",), "commission", RunOptions(), "c", (NodeRef("spark-1", "h"),),
                        "2026-11-26T17:00:00Z", RunStatus.COMPLETE, phases=("before", "after"))  # fmt: skip
     write(run / "run.json", record.to_json())
     write(run / "before" / "checks.json", checks().to_json())

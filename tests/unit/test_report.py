@@ -20,6 +20,7 @@ from wirespeed.core.fabric.timeline import build_timeline
 from wirespeed.core.imports import imported as imports
 from wirespeed.core.imports.importer import import_text
 from wirespeed.core.records.compare import compare_runs, regressions
+from wirespeed.core.records.options import BenchOptions, RunOptions
 from wirespeed.core.records.report import REPORT_FORMAT_VERSION, environment
 from wirespeed.core.records.results import (
     Ceiling,
@@ -156,8 +157,9 @@ def test_environment_from_a_real_spark_snapshot_names_tools_firmware_and_drivers
 def record(nodes: tuple[str, ...], planned: tuple[str, ...], status: RunStatus = RunStatus.COMPLETE) -> RunRecord:
     """run.json as `bench` writes it when the run ends."""
     return RunRecord(
-        wirespeed_version="0.2.0", command=("bench", "ladder"), what="ladder", options={"seconds": 5},
-        cluster="test", nodes=tuple(NodeRef(n, n) for n in nodes), started_utc="2026-11-22T10:00:00Z", status=status,
+        wirespeed_version="0.2.0", command=("bench", "ladder"), what="ladder",
+        options=RunOptions(BenchOptions(seconds=5)), cluster="test", nodes=tuple(NodeRef(n, n) for n in nodes),
+        started_utc="2026-11-22T10:00:00Z", status=status,
         ended_utc="2026-11-22T10:05:00Z", planned=planned,
     )  # fmt: skip
 

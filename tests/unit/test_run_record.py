@@ -22,6 +22,7 @@ from wirespeed.cli.output import Environment
 from wirespeed.core.errors import UsageError
 from wirespeed.core.records.compare import compare_runs, regressions
 from wirespeed.core.records.matrix import HalfFlow, MatrixCell, MatrixResult, Outlier, matrix_from_json
+from wirespeed.core.records.options import BenchOptions, RunOptions
 from wirespeed.core.records.results import (
     SCHEMA_VERSION,
     Ceiling,
@@ -93,7 +94,7 @@ def full_matrix() -> MatrixResult:
 def record(**changes: Any) -> RunRecord:
     fields: dict[str, Any] = {
         "wirespeed_version": "0.2.0", "command": ("bench", "ladder", "--seconds", "5"), "what": "ladder",
-        "options": {"seconds": 5, "bidir": True, "env": [["NCCL_DEBUG", "INFO"]]}, "cluster": "lab",
+        "options": RunOptions(BenchOptions(seconds=5, bidir=True, env=(("NCCL_DEBUG", "INFO"),))), "cluster": "lab",
         "nodes": (NodeRef("s1", "10.0.0.1"), NodeRef("s2", "10.0.0.2")), "started_utc": "2026-11-01T00:00:00Z",
         "planned": ("tcp-single", "tcp-halves", "matrix-tcp"), "host": "controller", "pid": 4242,
     }  # fmt: skip

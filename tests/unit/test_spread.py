@@ -14,6 +14,7 @@ import pytest
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
 from wirespeed.core.records.compare import compare_runs
+from wirespeed.core.records.options import RunOptions
 from wirespeed.core.records.results import (
     Ceiling,
     CollectiveSummary,
@@ -171,8 +172,8 @@ def test_the_compare_command_says_within_noise(tmp_path: Path) -> None:
     for rung in (tcp(9.3, (8.9, 9.8, 9.1), "x"), tcp(8.8, (8.6, 9.4, 9.0), "x")):
         run_dir = RunDirectory(tmp_path)  # two in one second: the second gets a suffix
         paths.append(str(run_dir.path))
-        run_dir.start(RunRecord("0.1.0", ("bench", "tcp-single"), "tcp-single", {}, "lab", (NodeRef("n1", "a"),),
-                                "2026-11-01T00:00:00Z", planned=("tcp-single",)))  # fmt: skip
+        run_dir.start(RunRecord("0.1.0", ("bench", "tcp-single"), "tcp-single", RunOptions(), "lab",
+                                (NodeRef("n1", "a"),), "2026-11-01T00:00:00Z", planned=("tcp-single",)))  # fmt: skip
         run_dir.rung(replace(rung, phase=None))
         run_dir.finish(RunStatus.COMPLETE)
     a, b = paths

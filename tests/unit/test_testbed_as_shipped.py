@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from wirespeed import demo
+from wirespeed.core.records.options import RunOptions
 from wirespeed.testbed import build, system
 from wirespeed.testbed.plan import Topology, links, make_plan, plan_from_json
 
@@ -124,7 +125,7 @@ def _rung(directory: Path, phase: str, gbps: float, ceiling: str, why: str, halv
         for h in halves
     )
     record = RungResult("tcp-halves", RungStatus.RAN, flows=flows, ceiling=Ceiling(ceiling, (why,)), phase=phase)
-    run = RunRecord("0.2.0", ("commission",), "commission", {}, "demo", (NodeRef("spark-1", "spark-1"),),
+    run = RunRecord("0.2.0", ("commission",), "commission", RunOptions(), "demo", (NodeRef("spark-1", "spark-1"),),
                     "2026-11-26T10:00:00Z", RunStatus.COMPLETE, phases=("before", "after"))  # fmt: skip
     (directory / "run.json").write_text(json.dumps(run.to_json()))
     (directory / phase).mkdir(parents=True)

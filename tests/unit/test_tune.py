@@ -14,6 +14,7 @@ import pytest
 
 from wirespeed.core.cluster.inventory import Cluster, Node, parse_cluster_toml, with_nccl_env
 from wirespeed.core.nccl import NcclPlan
+from wirespeed.core.records.options import RunOptions
 from wirespeed.core.records.tune import (
     IB,
     SOCKET,
@@ -219,7 +220,7 @@ def test_the_report_shows_every_candidate_in_a_table_and_a_plot(tmp_path: Path) 
     from wirespeed.core.records.run import NodeRef, RunRecord, RunStatus
 
     run_dir = RunDirectory(tmp_path)
-    run_dir.start(RunRecord("0.1.0", ("tune", "nccl"), "nccl", {}, "lab", (NodeRef("wgn-1", "a"),),
+    run_dir.start(RunRecord("0.1.0", ("tune", "nccl"), "nccl", RunOptions(), "lab", (NodeRef("wgn-1", "a"),),
                             "2026-11-24T07:00:00Z", planned=("nccl-sendrecv",)))  # fmt: skip
     run_dir.finish(RunStatus.COMPLETE, None)
     run = run_dir.path

@@ -85,11 +85,6 @@ def values_struct(count: int) -> struct.Struct:
     return struct.Struct(f"={count}Q")
 
 
-def decode_stats(buffer: Buffer, count: int) -> tuple[int, ...]:
-    """The first `count` values of an ETHTOOL_GSTATS reply (data at offset 8)."""
-    return values_struct(count).unpack_from(buffer, _GSTATS_HEAD.size)
-
-
 def _find_mprotect() -> Callable[[int, int, int], int] | None:
     """libc's mprotect through ctypes, or None where ctypes or the symbol is missing (buffers then go unguarded)."""
     try:
@@ -321,9 +316,3 @@ class StatsReader:
         """name -> value now (u64). A driver that repeats a name keeps the last value under it, as a dict must."""
         values = self.values()
         return dict(zip(self.names, values, strict=True))
-
-
-def read_stats(iface: str) -> dict[str, int]:
-    """One interface's statistics once; {} for a driver without any (lo)."""
-    with StatsReader(iface) as reader:
-        return reader.read()

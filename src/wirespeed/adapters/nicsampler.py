@@ -69,14 +69,6 @@ def proc_net_dev_fields(text: str, only: Collection[str] | None = None) -> dict[
     return found
 
 
-def parse_proc_net_dev(text: str, only: Collection[str] | None = None) -> dict[str, dict[str, int]]:
-    """/proc/net/dev as {iface: {rx_bytes, rx_packets, rx_errors, rx_dropped, tx_bytes, ...}} (kept fields)."""
-    return {
-        name: dict(zip(NETDEV_KEPT_NAMES, map(int, fields), strict=True))
-        for name, fields in proc_net_dev_fields(text, only).items()
-    }
-
-
 class ProcFile:
     """A /proc file kept open and read again from the start each time (no open/close per sample)."""
 

@@ -15,7 +15,6 @@ import posixpath
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from wirespeed.core.fabric.cabling import CablingMap
 from wirespeed.core.fabric.facts import NodeFacts, Unknown
@@ -487,17 +486,3 @@ def _failure_line(stdout: str) -> str | None:
         if _FAILURE_HINTS.fullmatch(line.strip()):
             return line.strip()[:200]
     return None
-
-
-def json_rows(text: str) -> list[dict[str, Any]]:
-    """The out-of-place figures of nccl-tests' JSON, as written (for comparing with a rung's result)."""
-    data = json.loads(text)
-    return [
-        {
-            "size_bytes": int(r["size"]),
-            "busbw_GBps": r["out_of_place"]["bus_bw"],
-            "algbw_GBps": r["out_of_place"]["alg_bw"],
-        }
-        for r in data.get("results", [])
-        if isinstance(r, dict) and isinstance(r.get("out_of_place"), dict)
-    ]

@@ -17,13 +17,14 @@ from wirespeed.core.checks.model import CheckRun, CheckStatus
 from wirespeed.core.errors import WirespeedError
 from wirespeed.core.fabric.discovery import Discovery
 from wirespeed.core.records.matrix import MatrixCell, MatrixResult
+from wirespeed.core.records.options import BenchOptions, RunOptions
 from wirespeed.core.records.results import NotRunnable, RungResult, RungStatus
 from wirespeed.core.records.run import NodeRef, RunRecord, RunStatus
 from wirespeed.engine import rungs
 from wirespeed.engine.live import LiveBoard
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory, ending, utc_now
-from wirespeed.engine.rungs.base import BenchOptions, Rung, RungContext, preflight, run_rung, write_rung
+from wirespeed.engine.rungs.base import PlannedRung, RungContext, preflight, run_rung, write_rung
 
 MATRIX = "matrix"
 DEFAULTS_CHECKS = ("mtu.host", "sysctl.tcp")
@@ -83,7 +84,7 @@ def start(
             wirespeed_version=__version__,
             command=tuple(command),
             what=what,
-            options=options.to_json(),
+            options=RunOptions(options),
             cluster=remote.cluster.name,
             nodes=tuple(NodeRef(n.name, n.host) for n in remote.cluster.nodes),
             started_utc=utc_now(),
@@ -138,7 +139,7 @@ def bench(
 
 def climb(
     ctx: RungContext,
-    runnable: Sequence[Rung],
+    runnable: Sequence[PlannedRung],
     skipped: Sequence[tuple[str, NotRunnable]],
     say: Callable[[str], None],
     indent: str = "",
@@ -147,10 +148,10 @@ def climb(
     each runnable one in turn, each written the moment it ends, each seeing the results before it (the NCCL rung
     holds its busbw against the RDMA rung's). A rung that did not run is said in one line."""
     results = [write_rung(ctx, RungResult(name, RungStatus.SKIPPED, why.reason, why.fix)) for name, why in skipped]
-    for index, rung in enumerate(runnable, start=1):
+    for index, planned in enumerate(runnable, start=1):
         if ctx.board is None:  # the live view says which rung runs
-            say(f"{indent}{rung.name} ({index} of {len(runnable)}) ...")
-        result = run_rung(rung, replace(ctx, earlier=tuple(results)))
+            say(f"{indent}{planned.name} ({index} of {len(runnable)}) ...")
+        result = run_rung(planned.rung, replace(ctx, earlier=tuple(results)), planned.plan)
         results.append(result)
         if result.status is not RungStatus.RAN:
             fix = f" (fix: {result.fix})" if result.fix else ""

@@ -27,6 +27,7 @@ from wirespeed.core.fabric.discovery import Discovery
 from wirespeed.core.fabric.facts import NEEDS_ROOT
 from wirespeed.core.fixplan import Operation, plan_nodes
 from wirespeed.core.records.fixrecord import FixRecord
+from wirespeed.core.records.options import BenchOptions, RunOptions
 from wirespeed.core.records.results import NotRunnable, RungStatus
 from wirespeed.core.records.run import NodeRef, RunRecord, RunStatus, Step, StepStatus
 from wirespeed.engine import checks as checking
@@ -39,7 +40,7 @@ from wirespeed.engine.live import LiveBoard
 from wirespeed.engine.progress import still, ticking
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory, ending, utc_now
-from wirespeed.engine.rungs.base import BenchOptions, Rung, RungContext, preflight
+from wirespeed.engine.rungs.base import PlannedRung, Rung, RungContext, preflight
 
 STOP_CHECKS = ("ssh.mesh",)  # no fix mends these, and no figure is true without them
 PHASES = ("before", "after")
@@ -94,7 +95,7 @@ def start(remote: Remote, options: CommissionOptions, root: Path, command: Seque
     run_dir.start(
         RunRecord(
             wirespeed_version=__version__, command=tuple(command), what="commission",
-            options={**options.bench.to_json(), "rungs": options.what, "fix": options.fix},
+            options=RunOptions(options.bench, options.what, options.fix),
             cluster=remote.cluster.name, nodes=tuple(NodeRef(n.name, n.host) for n in remote.cluster.nodes),
             started_utc=utc_now(), planned=tuple(planned), host=socket.gethostname(), pid=os.getpid(),
             phases=PHASES if options.fix else PHASES[:1],
@@ -170,7 +171,7 @@ def _counts(run: CheckRun) -> str:
 
 def _measure(
     ctx: RungContext,
-    runnable: Sequence[Rung],
+    runnable: Sequence[PlannedRung],
     skipped: Sequence[tuple[str, NotRunnable]],
     say: Callable[[str], None],
     live: LivePhase,
@@ -235,7 +236,7 @@ class _State:
     found: Discovery | None = None
     ctx: RungContext | None = None
     chosen: list[Rung] = field(default_factory=list)
-    runnable: list[Rung] = field(default_factory=list)
+    runnable: list[PlannedRung] = field(default_factory=list)
     skipped: list[tuple[str, NotRunnable]] = field(default_factory=list)
     checks: CheckRun | None = None
     changed: bool = False  # the fix changed the nodes: the steps after it run

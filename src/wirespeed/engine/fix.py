@@ -391,11 +391,6 @@ def _undo(changes: Sequence[AppliedChange]) -> list[Operation]:
     return [undo_of(c.op.to_json(), c.original) for c in reversed(changes)]
 
 
-def revert_plan(path: Path) -> dict[str, list[Operation]]:
-    """The record's undo per node, as it stands (without asking the nodes)."""
-    return {node: _undo(changes) for node, changes in _load(path).nodes.items() if changes}
-
-
 def _from_record(
     record: RevertRecord | None, where: str, node: str, states: dict[str, str]
 ) -> tuple[list[Operation], str, str | None] | str | None:

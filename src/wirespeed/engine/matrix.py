@@ -28,11 +28,11 @@ from wirespeed.core.records.matrix import (
     round_robin,
     unshared_half_flows,
 )
+from wirespeed.core.records.options import BenchOptions
 from wirespeed.core.records.results import Flow, FlowResult, NotRunnable, RungStatus
 from wirespeed.engine.live import LiveBoard
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory
-from wirespeed.engine.rungs.base import BenchOptions
 from wirespeed.engine.rungs.rdma import bw_results, measure_pairs, rdma_options
 from wirespeed.engine.rungs.tcp import measure_flows
 from wirespeed.engine.wire import WireRecorder

@@ -26,6 +26,7 @@ from wirespeed.core.nccl import (
     plan_nccl,
     read_run,
 )
+from wirespeed.core.records.options import BenchOptions
 from wirespeed.core.records.results import NotRunnable, RungResult
 from wirespeed.core.records.tune import (
     Env,
@@ -41,7 +42,7 @@ from wirespeed.core.records.tune import (
 from wirespeed.core.records.tune import settings_for as tunable_settings
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory
-from wirespeed.engine.rungs.base import BenchOptions, RungContext, run_rung
+from wirespeed.engine.rungs.base import RungContext, run_rung
 from wirespeed.engine.rungs.nccl import NcclRung, _is_root
 
 FINE = 3  # coarse candidates measured again: the best of each setting, the best settings first

@@ -81,7 +81,7 @@ def with_planned_routes(data: CheckInput) -> CheckInput:
     facts = {}
     for node, f in data.facts.items():
         assert not isinstance(f.routes, Unknown)
-        added = tuple(Route(r.dst, r.dev, r.via, "static") for r in plan.routes_of(node))
+        added = tuple(Route(r.dst, r.dev, r.via, "static") for r in plan.routes if r.node == node)
         facts[node] = dataclasses.replace(f, routes=f.routes + added)
     return dataclasses.replace(data, facts=facts)
 

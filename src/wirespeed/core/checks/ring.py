@@ -77,9 +77,6 @@ class RingPlan:
     asymmetric: Mapping[str, tuple[str, ...]]  # node -> interfaces where the way back leaves by another one
     unaddressed: tuple[str, ...]  # cable halves left out of the plan: no subnet shared by both ends
 
-    def routes_of(self, node: str) -> list[PlannedRoute]:
-        return [r for r in self.routes if r.node == node]
-
 
 def _half_index(facts: NodeFacts | None, iface: str) -> int:
     if facts is not None:

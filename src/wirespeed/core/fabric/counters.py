@@ -188,10 +188,6 @@ class IfaceReading:
             return "phy", {n.removesuffix("_phy"): self.stats[n] for n in PHY}
         return "netdev", {n: self.netdev[n] for n in NETDEV if n in self.netdev}
 
-    def function_bytes(self) -> tuple[int, int] | None:
-        """This PCI function's own (tx, rx) bytes, RDMA included, from the vport counters; None without them."""
-        return self.derived().function
-
     def rdma_words(self) -> tuple[int, int] | None:
         """(xmit, rcv) RDMA port data in 4-byte words, as the counters hold them (wrap is in words)."""
         return self.derived().rdma_words

@@ -78,12 +78,6 @@ def merged(environment: dict[str, str], layers: list[list[Setting]], env_prefix:
     return found
 
 
-def shadowed(environment: dict[str, str], layers: list[list[Setting]], env_prefix: str = "") -> list[Setting]:
-    """File lines the environment (or an earlier file) overrides."""
-    kept = {id(s) for s in merged(environment, layers, env_prefix).values()}
-    return [s for settings in layers for s in settings if id(s) not in kept]
-
-
 def meminfo_kb(text: str, key: str) -> int | None:
     """A `/proc/meminfo` value in kB (`CmaTotal:       0 kB` -> 0); None when the key is absent."""
     for line in text.splitlines():

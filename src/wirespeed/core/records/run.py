@@ -17,6 +17,7 @@ from typing import Any
 
 from wirespeed.core.records.decode import Damaged, Fields, Figures
 from wirespeed.core.records.matrix import MatrixResult
+from wirespeed.core.records.options import RunOptions
 from wirespeed.core.records.results import SCHEMA_VERSION, RungResult, RungStatus, check_version, choice
 from wirespeed.core.records.spread import Spread, is_change, rung_spread
 from wirespeed.core.records.tune import TuneResult
@@ -84,7 +85,7 @@ class RunRecord:
     wirespeed_version: str
     command: tuple[str, ...]  # the argv after `wirespeed`
     what: str  # ladder, tcp, matrix, ...
-    options: Mapping[str, Any]  # the bench options, as numbers and text
+    options: RunOptions  # what the run was asked to do
     cluster: str
     nodes: tuple[NodeRef, ...]
     started_utc: str  # ISO 8601, Z
@@ -106,7 +107,7 @@ class RunRecord:
             "wirespeed_version": self.wirespeed_version,
             "command": list(self.command),
             "what": self.what,
-            "options": dict(self.options),
+            "options": self.options.to_json(),
             "cluster": {"name": self.cluster, "nodes": [{"name": n.name, "host": n.host} for n in self.nodes]},
             "started_utc": self.started_utc,
             "ended_utc": self.ended_utc,
@@ -131,7 +132,7 @@ class RunRecord:
             wirespeed_version=f.text("wirespeed_version"),
             command=f.texts("command"),
             what=f.text("what"),
-            options=dict(options.data) if options is not None else {},
+            options=RunOptions.from_json(options) if options is not None else RunOptions(),
             cluster=cluster.text("name"),
             nodes=tuple(NodeRef(n.text("name"), n.text("host")) for n in cluster.objects("nodes")),
             started_utc=f.text("started_utc"),

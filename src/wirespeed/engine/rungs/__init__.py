@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from wirespeed.engine.rungs.base import BenchOptions, Rung
+from wirespeed.core.records.options import BenchOptions
+from wirespeed.engine.rungs.base import Rung
 from wirespeed.engine.rungs.nccl import NcclRung
 from wirespeed.engine.rungs.rdma import RdmaBwRung, RdmaLatRung
 from wirespeed.engine.rungs.tcp import TcpRung

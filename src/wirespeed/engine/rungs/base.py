@@ -15,8 +15,8 @@ from typing import Any, Protocol
 from wirespeed.core.fabric.board import step_figure
 from wirespeed.core.fabric.discovery import Discovery
 from wirespeed.core.fabric.meter import layout_from_facts
-from wirespeed.core.nccl import DEFAULT_COLLECTIVES
 from wirespeed.core.outcome import one_line
+from wirespeed.core.records.options import BenchOptions
 from wirespeed.core.records.results import (
     Ceiling,
     CollectiveSummary,
@@ -31,31 +31,6 @@ from wirespeed.engine.progress import ticking
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory
 from wirespeed.engine.wire import WireRecorder
-
-
-@dataclass(frozen=True)
-class BenchOptions:
-    """What every rung reads: the same seconds, sampling interval, directions, environment and sizes for all."""
-
-    seconds: int = 5  # each bandwidth measurement (TCP, RDMA, a latency rung's run on each half)
-    interval_s: float = 0.5  # between counter samples at the wire, for every rung
-    bidir: bool = False  # both directions at once
-    streams: int = 16  # tcp-multi
-    env: tuple[tuple[str, str | None], ...] = ()  # for every NCCL rank (NAME=VALUE, or NAME: the launcher's value)
-    collectives: tuple[str, ...] = DEFAULT_COLLECTIVES
-    min_bytes: int = 1 << 20  # NCCL message sizes
-    max_bytes: int = 1 << 30
-    iterations: int = 20  # nccl-tests -n
-    nccl_timeout_s: float = 900.0
-    matrix_layers: tuple[str, ...] = ("tcp", "rdma")  # what `bench matrix` measures (--layer)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "seconds": self.seconds, "interval_s": self.interval_s, "bidir": self.bidir, "streams": self.streams,
-            "env": [[k, v] for k, v in self.env], "collectives": list(self.collectives), "min_bytes": self.min_bytes,
-            "max_bytes": self.max_bytes, "iterations": self.iterations, "nccl_timeout_s": self.nccl_timeout_s,
-            "matrix_layers": list(self.matrix_layers),
-        }  # fmt: skip
 
 
 @dataclass
@@ -132,28 +107,46 @@ def missing_tool(ctx: RungContext, rung: Rung, nodes: Sequence[str]) -> NotRunna
     return None
 
 
-def preflight(ctx: RungContext, chosen: Sequence[Rung]) -> tuple[list[Rung], list[tuple[str, NotRunnable]]]:
-    """Every selected rung planned and its tools looked for on its nodes, before anything is measured: the ones
-    that can run, and why each other one cannot (with its fix)."""
-    runnable: list[Rung] = []
-    skipped: list[tuple[str, NotRunnable]] = []
-    for rung in chosen:
-        plan = rung.plan(ctx)
-        if not isinstance(plan, NotRunnable):
-            plan = missing_tool(ctx, rung, plan.nodes) or plan
-        if isinstance(plan, NotRunnable):
-            skipped.append((rung.name, plan))
-        else:
-            runnable.append(rung)
-    return runnable, skipped
+@dataclass(frozen=True)
+class PlannedRung:
+    """A rung and the plan preflight made for it: the rung runs that plan, so it is made once."""
+
+    rung: Rung
+    plan: Planned
+
+    @property
+    def name(self) -> str:
+        return self.rung.name
 
 
-def run_rung(rung: Rung, ctx: RungContext) -> RungResult:
-    """Plan, run while the wire is recorded, judge, and write the record, however the rung ends. A signal
-    (KeyboardInterrupt) writes the rung as interrupted with what it measured, then goes on up."""
+def plan_rung(rung: Rung, ctx: RungContext) -> Planned | NotRunnable:
+    """The rung's plan, or why it cannot run: its own reasons first, then a tool missing on a planned node."""
     plan = rung.plan(ctx)
     if not isinstance(plan, NotRunnable):
         plan = missing_tool(ctx, rung, plan.nodes) or plan
+    return plan
+
+
+def preflight(ctx: RungContext, chosen: Sequence[Rung]) -> tuple[list[PlannedRung], list[tuple[str, NotRunnable]]]:
+    """Every selected rung planned and its tools looked for on its nodes, before anything is measured: the ones
+    that can run, with their plans, and why each other one cannot (with its fix)."""
+    runnable: list[PlannedRung] = []
+    skipped: list[tuple[str, NotRunnable]] = []
+    for rung in chosen:
+        plan = plan_rung(rung, ctx)
+        if isinstance(plan, NotRunnable):
+            skipped.append((rung.name, plan))
+        else:
+            runnable.append(PlannedRung(rung, plan))
+    return runnable, skipped
+
+
+def run_rung(rung: Rung, ctx: RungContext, plan: Planned | NotRunnable | None = None) -> RungResult:
+    """Run the plan (preflight's; made here when none is given) while the wire is recorded, judge, and write the
+    record, however the rung ends. A signal (KeyboardInterrupt) writes the rung as interrupted with what it
+    measured, then goes on up."""
+    if plan is None:
+        plan = plan_rung(rung, ctx)
     if isinstance(plan, NotRunnable):
         return write_rung(ctx, RungResult(rung.name, RungStatus.SKIPPED, plan.reason, plan.fix))
     layouts = [layout_from_facts(ctx.discovery.facts[n]) for n in plan.nodes]

@@ -28,10 +28,11 @@ from wirespeed.core.nccl import (
     read_run,
     stored_json,
 )
+from wirespeed.core.records.options import BenchOptions
 from wirespeed.core.records.results import Ceiling, NotRunnable, RungResult
 from wirespeed.core.tools import nccl_tests
 from wirespeed.engine.remote import Remote
-from wirespeed.engine.rungs.base import BenchOptions, Measured, Rung, RungContext
+from wirespeed.engine.rungs.base import Measured, Rung, RungContext
 
 
 def nccl_options(options: BenchOptions, cluster_env: tuple[tuple[str, str], ...] = ()) -> NcclOptions:

@@ -11,11 +11,12 @@ from dataclasses import dataclass
 
 from wirespeed.core.fabric.rdma import RdmaOptions, RdmaPair, client_argv, plan_rdma, server_argv
 from wirespeed.core.ladder import diagnose, first_pair
+from wirespeed.core.records.options import BenchOptions
 from wirespeed.core.records.results import Ceiling, FlowResult, NotRunnable, RungResult
 from wirespeed.core.tools import perftest
 from wirespeed.engine.remote import Remote
 from wirespeed.engine.rundir import RunDirectory
-from wirespeed.engine.rungs.base import BenchOptions, Measured, Rung, RungContext
+from wirespeed.engine.rungs.base import Measured, Rung, RungContext
 from wirespeed.engine.serving import PairCommand, PairRun, run_pairs
 
 
