@@ -39,6 +39,11 @@ NCCL_JSON = REAL / "nccl_tests_device" / "sendrecv_1node_2gpu_h200_socket_lo_v2.
 SOCKPERF = REAL / "sockperf" / "pingpong_tcp_1024B_half1_v3.7_testbed.txt"
 
 
+def import_json(text: str, file_name: str) -> dict[str, Any]:
+    """An import object as `import --json` prints it."""
+    return importer.import_text(text, file_name).to_json()
+
+
 def cli(*argv: str) -> Run:
     """test_cli's runner, and never a traceback whatever the input."""
     run = run_cli(*argv)
@@ -169,7 +174,7 @@ def _iperf3_json(sent: dict[str, Any] | None = None, **end: Any) -> str:
 
 
 def test_a_sane_iperf3_json_imports() -> None:
-    obj = importer.import_text(_iperf3_json(), "ok.json")
+    obj = importer.import_text(_iperf3_json(), "ok.json").to_json()
     assert obj["sent_bps"] == 1e10 and obj["received_bps"] == 1e10
 
 
@@ -244,7 +249,7 @@ def test_a_one_gpu_alltoall_imports_with_its_implausible_in_place_figures_named(
 def test_nccl_tests_own_nan_is_still_shown_as_none() -> None:
     data = json.loads(NCCL_JSON.read_text())
     data["results"][0]["out_of_place"]["alg_bw"] = "nan"
-    assert importer.import_text(json.dumps(data), "nan.json")["rows"][0]["out_of_place"]["algbw_GBps"] is None
+    assert import_json(json.dumps(data), "nan.json")["rows"][0]["out_of_place"]["algbw_GBps"] is None
 
 
 def test_a_negative_sockperf_latency_is_untrustworthy() -> None:

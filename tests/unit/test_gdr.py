@@ -122,7 +122,7 @@ def test_the_rung_keeps_the_verdict_through_json_and_notes_it() -> None:
 def test_a_pasted_spark_log_says_not_applicable_from_nccl_tests_gb10_rank_lines() -> None:
     readings, _ = pastes.read_text(SPARK_HEAD.read_text(encoding="utf-8"), str(SPARK_HEAD))
     (reading,) = [r for r in readings if r.kind == "nccl-info"]
-    hosts = {h["host"]: h for h in pastes.body(reading)["hosts"]}
+    hosts = {h["host"]: h for h in pastes.body(reading).to_json()["hosts"]}
     assert "not applicable on GB10 (DGX Spark)" in hosts["spark-fb97"]["gdr_note"]
     assert hosts["spark-fb97"]["gdr_finding"] is False
 
@@ -130,7 +130,7 @@ def test_a_pasted_spark_log_says_not_applicable_from_nccl_tests_gb10_rank_lines(
 def test_a_pasted_discrete_log_gives_both_readings_and_the_fix() -> None:
     readings, _ = pastes.read_text(H100_DISABLED.read_text(encoding="utf-8"), str(H100_DISABLED))
     (reading,) = [r for r in readings if r.kind == "nccl-info"]
-    (host,) = pastes.body(reading)["hosts"]
+    (host,) = pastes.body(reading).to_json()["hosts"]
     assert "on GB10 (DGX Spark) expected" in host["gdr_note"] and "sudo modprobe nvidia_peermem" in host["gdr_note"]
 
 

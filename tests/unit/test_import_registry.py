@@ -5,51 +5,87 @@ keep the order detection has always tried them in."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pytest
 
 from wirespeed.core.imports import imported, importer, registry
 from wirespeed.core.imports.kind import BARE, JSON_FORM, ImportKind, Table
+from wirespeed.core.imports.record import ImportObject
+from wirespeed.core.records.typed import JsonRecord
 
 REAL = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "real"
 NCCL = REAL / "nccl_tests" / "all_reduce_2node_16gpu_h100_a3mega.txt"
 _TOY_LINE = re.compile(r"^TOY speed=(\d+)$", re.MULTILINE)
 
 
-def _toy_read(text: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Toy(JsonRecord):
+    """A kind's body, written and read back by its fields (JsonRecord)."""
+
+    source_format: str | None
+    speeds: tuple[int, ...]
+
+
+def _toy_read(text: str) -> Toy:
     speeds = [int(m) for m in _TOY_LINE.findall(text)]
     if not speeds:
         raise ValueError("toy output without a `TOY speed=N` line")
-    return {"source_format": "text", "speeds": speeds}
+    return Toy("text", tuple(speeds))
 
 
-def _toy_rows(obj: Mapping[str, Any]) -> Table:
-    return ["figure", "value"], [["fastest", f"{max(obj['speeds'])} toys/s"]]
+def _toy_rows(obj: Toy) -> Table:
+    return ["figure", "value"], [["fastest", f"{max(obj.speeds)} toys/s"]]
 
 
-def _toy_figures(obj: Mapping[str, Any]) -> dict[str, float]:
-    return {"fastest_toys_per_s": float(max(obj["speeds"]))}
+def _toy_figures(obj: Toy) -> dict[str, float]:
+    return {"fastest_toys_per_s": float(max(obj.speeds))}
 
 
 TOY = ImportKind(
     tool="toy",
     names="toy-meter",
     marks=((JSON_FORM - 1, lambda text: text.startswith("TOY ")),),
+    body=Toy,
     read=_toy_read,
     rows=_toy_rows,
     figures=_toy_figures,
 )
+
+
+@dataclass(frozen=True)
+class Lines:
+    """The least a body is (kind.py's `Body`): its source_format, `to_json` and a `from_json` that reads it back."""
+
+    source_format: str | None
+    lines: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source_format": self.source_format, "lines": self.lines}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Self:
+        if not isinstance(data.get("lines"), int):
+            raise ValueError(f"{where}: lines: expected a whole number")
+        return cls(data.get("source_format"), data["lines"])
+
+
 # Claims any text at all, but only after every real kind has had its say.
 CATCH_ALL = ImportKind(
     tool="catch-all",
     names="anything",
     marks=((BARE + 1, lambda text: True),),
-    read=lambda text: {"source_format": "text", "lines": len(text.splitlines())},
-    rows=lambda obj: (["lines"], [[str(obj["lines"])]]),
+    body=Lines,
+    read=lambda text: Lines("text", len(text.splitlines())),
+    rows=lambda obj: (["lines"], [[str(obj.lines)]]),
 )
+
+
+def import_json(text: str, file_name: str) -> dict[str, Any]:
+    """The public object as `import --json` prints it."""
+    return importer.import_text(text, file_name).to_json()
 
 
 @pytest.fixture
@@ -67,10 +103,12 @@ def test_a_kind_not_in_the_registry_is_not_known() -> None:
 def test_one_line_in_the_registry_makes_a_kind_detected_imported_summed_up_and_compared() -> None:
     text = "TOY speed=3\nTOY speed=7\n"
     assert importer.detect(text) == "toy"
-    obj = importer.import_text(text, "toy.txt")
+    record = importer.import_text(text, "toy.txt")
+    obj = record.to_json()
     assert obj == {"format_version": 1, "tool": "toy", "file": "toy.txt", "source_format": "text", "speeds": [3, 7]}
-    assert imported.summary(obj) == (["figure", "value"], [["fastest", "7 toys/s"]])
-    assert imported.figures(obj) == {"fastest_toys_per_s": 7.0}
+    assert imported.summary(record) == (["figure", "value"], [["fastest", "7 toys/s"]])
+    assert imported.figures(record) == {"fastest_toys_per_s": 7.0}
+    assert ImportObject.from_json(obj, "imported/toy.toy.json") == record  # and a run reads it back typed
     assert "toy" in registry.tools() and "toy-meter" in registry.known_tools()
 
 
@@ -83,7 +121,9 @@ def test_a_kinds_read_error_gets_its_line_like_any_other() -> None:
 @pytest.mark.usefixtures("with_toys")
 def test_rank_decides_between_kinds_whose_marks_both_match() -> None:
     assert importer.detect(NCCL.read_text()) == "nccl-tests"  # the catch-all's rank is past every real mark
-    assert importer.import_text("hello\nworld\n", "x.txt")["tool"] == "catch-all"
+    assert import_json("hello\nworld\n", "x.txt")["tool"] == "catch-all"
+    again = ImportObject.from_json(import_json("hello\nworld\n", "x.txt"), "imported/x.catch-all.json")
+    assert again == importer.import_text("hello\nworld\n", "x.txt")
 
 
 def test_the_real_kinds_are_tried_in_the_documented_order() -> None:

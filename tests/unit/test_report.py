@@ -9,6 +9,7 @@ import json
 import re
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,8 +18,9 @@ from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
 from wirespeed.core.fabric.meter import Cable, NodeLayout
 from wirespeed.core.fabric.timeline import build_timeline
-from wirespeed.core.imports import imported as imports
+from wirespeed.core.imports import imported as imported_module
 from wirespeed.core.imports.importer import import_text
+from wirespeed.core.imports.record import ImportObject
 from wirespeed.core.records.compare import compare_runs, regressions
 from wirespeed.core.records.options import BenchOptions, RunOptions
 from wirespeed.core.records.report import REPORT_FORMAT_VERSION, environment
@@ -107,7 +109,16 @@ def test_a_long_run_is_thinned_to_the_point_limit_keeping_the_last_point() -> No
 
 
 def imported(path: Path) -> dict[str, Any]:
-    return import_text(path.read_text(), str(path))
+    """The import object as its file holds it (what `import --into` writes): the tests read and edit its keys."""
+    return import_text(path.read_text(), str(path)).to_json()
+
+
+def _figures(obj: dict[str, Any]) -> dict[str, float]:
+    """The figures `compare` takes from an object as its file holds it (read back typed, as a run reads it)."""
+    return imported_module.figures(ImportObject.from_json(obj, "test"))
+
+
+imports = SimpleNamespace(figures=_figures)
 
 
 A3 = REAL / "nccl_tests" / "all_reduce_2node_16gpu_h100_a3mega.txt"

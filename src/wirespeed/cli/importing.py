@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.table import Table
@@ -19,11 +18,15 @@ from wirespeed.cli.common import CONTEXT, Ctx, runs_option
 from wirespeed.cli.output import Output
 from wirespeed.core.errors import ExitStatus, UsageError
 from wirespeed.core.imports import imported, importer
+from wirespeed.core.imports.nccl_tests import NcclTests
+from wirespeed.core.imports.pasted import Paste, PastedOutput, PasteSkipped
+from wirespeed.core.imports.rdma_tools import Ibdev2netdev
+from wirespeed.core.imports.record import ImportObject
 
 # --------------------------------------------------------------------------------------------------- reading
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> ImportObject:
     """One file's public object; ValueError with the one line to show otherwise (the file name is added later).
     Only a regular file of at most importer.MAX_IMPORT_BYTES is read: a FIFO or a device is refused at once."""
     from wirespeed.adapters import files
@@ -37,10 +40,10 @@ def _shown(path: Path) -> str:
     return str(path) if str(path).isprintable() else repr(str(path))
 
 
-def _target(folder: Path, obj: dict[str, Any], taken: set[str]) -> Path:
+def _target(folder: Path, obj: ImportObject, taken: set[str]) -> Path:
     """RUN_DIR/imported/<stem>.<tool>.json; a second file with the same stem in one call gets `-2`, `-3`, ..."""
-    name = importer.output_name(obj["file"], obj["tool"])
-    stem, suffix = name.removesuffix(f".{obj['tool']}.json"), f".{obj['tool']}.json"
+    name = importer.output_name(obj.file or "", obj.tool)
+    stem, suffix = name.removesuffix(f".{obj.tool}.json"), f".{obj.tool}.json"
     count = 1
     while name in taken:
         count += 1
@@ -52,7 +55,7 @@ def _target(folder: Path, obj: dict[str, Any], taken: set[str]) -> Path:
 # --------------------------------------------------------------------------------------------------- showing
 
 
-def _table(obj: dict[str, Any]) -> Table:
+def _table(obj: ImportObject) -> Table:
     columns, rows = imported.summary(obj)
     table = Table(*columns)
     for row in rows:
@@ -60,11 +63,11 @@ def _table(obj: dict[str, Any]) -> Table:
     return table
 
 
-def _show(out: Output, obj: dict[str, Any], json_mode: bool) -> None:
+def _show(out: Output, obj: ImportObject, json_mode: bool) -> None:
     if json_mode:
-        out.env.stdout.write(json.dumps(obj) + "\n")  # JSON Lines: one object per file, one line each
+        out.env.stdout.write(json.dumps(obj.to_json()) + "\n")  # JSON Lines: one object per file, one line each
     else:
-        out.console.print(f"{obj['file']}: {obj['tool']} ({obj['source_format']})", markup=False, style="bold")
+        out.console.print(f"{obj.file}: {obj.tool} ({obj.body.source_format})", markup=False, style="bold")
         out.console.print(_table(obj))
 
 
@@ -72,24 +75,27 @@ _SKIPPED_SHOWN = 5  # warning lines per file; --json lists every skipped line
 _SKIPPED_TEXT = 80  # characters of a skipped line's text shown
 
 
-def _warn_skipped(out: Output, obj: dict[str, Any]) -> None:
+def _warn_skipped(out: Output, obj: ImportObject) -> None:
     """One warning per line the import read past (prompts, comments, notes beside ibdev2netdev mappings), so that a
     mapping lost in a mangled paste is seen: `FILE: line N skipped (no mapping in it): TEXT`."""
-    skipped = obj.get("skipped_lines") or []
-    for item in skipped[:_SKIPPED_SHOWN]:
-        text = item["text"]
+    body = obj.body
+    skipped = [
+        (item.line, item.text, item.why if isinstance(item, PasteSkipped) else None)
+        for item in (body.skipped_lines if isinstance(body, Ibdev2netdev | PastedOutput | Paste) else ())
+    ]
+    for line, text, why in skipped[:_SKIPPED_SHOWN]:
         if len(text) > _SKIPPED_TEXT:
             text = text[: _SKIPPED_TEXT - 3] + "..."
-        out.warn(f"{obj['file']}: line {item['line']} skipped ({item.get('why') or 'no mapping in it'}): {text}")
+        out.warn(f"{obj.file}: line {line} skipped ({why or 'no mapping in it'}): {text}")
     if len(skipped) > _SKIPPED_SHOWN:
         more = len(skipped) - _SKIPPED_SHOWN
-        out.warn(f"{obj['file']}: {more} more line{'s' if more != 1 else ''} skipped (--json lists them all)")
-    implausible = obj.get("implausible") or []  # nccl-tests figures left out, the rest of the table kept
+        out.warn(f"{obj.file}: {more} more line{'s' if more != 1 else ''} skipped (--json lists them all)")
+    implausible = body.implausible if isinstance(body, NcclTests) else ()  # figures left out, the table kept
     for why in implausible[:_SKIPPED_SHOWN]:
-        out.warn(f"{obj['file']}: {why}")
+        out.warn(f"{obj.file}: {why}")
     if len(implausible) > _SKIPPED_SHOWN:
         more = len(implausible) - _SKIPPED_SHOWN
-        out.warn(f"{obj['file']}: {more} more figure{'s' if more != 1 else ''} left out (--json lists them all)")
+        out.warn(f"{obj.file}: {more} more figure{'s' if more != 1 else ''} left out (--json lists them all)")
 
 
 # --------------------------------------------------------------------------------------------------- command
@@ -144,7 +150,7 @@ def import_cmd(ctx: Ctx, files: tuple[Path, ...], into: str | None, runs_dir: Pa
         if imported_dir is not None:
             target = _target(imported_dir, obj, taken)
             try:
-                file_io.write_atomic(target, json.dumps(obj, indent=2) + "\n", root=imported_dir.parent)
+                file_io.write_atomic(target, json.dumps(obj.to_json(), indent=2) + "\n", root=imported_dir.parent)
             except file_io.Unwritable as exc:
                 failed = True
                 out.message(f"wirespeed: {exc}")

@@ -149,12 +149,14 @@ def check_pastes(ctx: Ctx, files: tuple[Path, ...], ids: list[str], json_mode: b
                 "kind": r.kind,
                 "command": r.command,
                 "node": r.host or DEFAULT_NODE,
-                **(pastes.body(r) if r.kind else {}),
+                **(pastes.body(r).to_json() if r.kind else {}),
             }
             for r in readings
         ]
         data["nothing_to_read"] = [{"check": c, "needs": needs} for c, needs in plan.nothing_to_read]
-        data["skipped_lines"] = {file: pastes.skipped_json(lines) for file, lines in skipped_by_file.items()}
+        data["skipped_lines"] = {
+            file: [s.to_json() for s in pastes.skipped_records(lines)] for file, lines in skipped_by_file.items()
+        }
         out.data(data)
         return run.exit_status
     for reading in known:

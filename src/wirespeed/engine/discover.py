@@ -67,7 +67,7 @@ def gather_facts(remote: Remote, timeout_s: float = FACTS_TIMEOUT_S) -> tuple[di
             facts[result.node] = facts_from_json(_parse_json(result.stdout, result.node))
         except WirespeedError as exc:  # it names the node
             errors[result.node] = str(exc)
-        except (TypeError, KeyError) as exc:
+        except (TypeError, KeyError, ValueError) as exc:  # a field of the wrong type names itself
             errors[result.node] = f"{result.node}: {exc}"
     if remote.become is not None and facts:
         _as_root(remote, facts, errors, timeout_s)
@@ -85,7 +85,7 @@ def _as_root(remote: Remote, facts: dict[str, NodeFacts], errors: dict[str, str]
         try:
             parts = _parse_json(result.stdout, result.node)
             over = facts_from_json({**facts[result.node].to_json(), **parts})
-        except (WirespeedError, TypeError, KeyError) as exc:
+        except (WirespeedError, TypeError, KeyError, ValueError) as exc:
             errors[result.node] = f"{result.node}: {exc}"
             continue
         facts[result.node] = over
@@ -251,8 +251,11 @@ def take_snapshots(
         except (OSError, tarfile.TarError) as exc:
             raise WirespeedError(f"{target}: cannot write the snapshot: {exc}",
                                  hint="-o an empty directory of your own") from None  # fmt: skip
-        facts[result.node] = facts_from_json(data["facts"])
         written.append(target)
+        try:
+            facts[result.node] = facts_from_json(data.get("facts"))
+        except ValueError as exc:  # the snapshot is written; its facts are left out of the probe
+            errors[result.node] = f"{result.node}: the agent's facts not read ({exc})"
     if probe and len(facts) > 1:
         _, probe_errors, raw = run_probe(remote, facts)
         for node, heard in raw.items():

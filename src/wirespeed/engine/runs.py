@@ -23,6 +23,7 @@ from wirespeed.core.errors import UsageError
 from wirespeed.core.fabric.cabling import cabling_from_json
 from wirespeed.core.fabric.discovery import Discovery
 from wirespeed.core.fabric.facts import NodeFacts, facts_from_json
+from wirespeed.core.imports.record import ImportObject
 from wirespeed.core.records.decode import Damaged
 from wirespeed.core.records.fixrecord import FixRecord, RevertRecord
 from wirespeed.core.records.matrix import MatrixResult, matrix_from_json
@@ -379,9 +380,8 @@ def _discovery_record(data: Any, where: str) -> Discovery:
 
 
 def _imported_record(data: Any, where: str) -> ImportedFile:
-    if not isinstance(data, dict) or "tool" not in data:
-        raise ValueError(f"{where}: not an import object (no `tool`)")
-    return ImportedFile(Path(where).name.removesuffix(".json"), data)
+    """An import object (`ImportObject.from_json`: ValueError naming the file and the field)."""
+    return ImportedFile(Path(where).name.removesuffix(".json"), ImportObject.from_json(data, where))
 
 
 # Every file a run keeps beside its rung, matrix and tune records, by name, with the record that reads it.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from html import escape
 from typing import Any
 
@@ -17,6 +17,7 @@ from wirespeed.core.fabric.discovery import Discovery
 from wirespeed.core.fabric.timeline import CableSeries, RungSpan, Timeline
 from wirespeed.core.fabric.units import format_size_bytes
 from wirespeed.core.imports.imported import summary
+from wirespeed.core.imports.record import ImportObject
 from wirespeed.core.records.matrix import MatrixResult, relayed_lines
 from wirespeed.core.records.report import RunReport, collectives, halves
 from wirespeed.core.records.results import BITS_PER_BYTE, RungResult, RungStatus
@@ -368,18 +369,18 @@ def markdown(report: RunReport) -> str:
         out += ["## Imported results", ""]
         for item in report.imported:
             columns, rows = _imported_summary(item.data)
-            out += [f"### {item.name} ({item.data.get('tool')}, from {item.data.get('file')})", ""]
+            out += [f"### {item.name} ({item.data.tool}, from {item.data.file})", ""]
             out += _md_table(columns, rows)
     if report.problems:
         out += ["## Not read", ""] + [f"- {p}" for p in report.problems] + [""]
     return "\n".join(out).rstrip() + "\n"
 
 
-def _imported_summary(data: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+def _imported_summary(data: ImportObject) -> tuple[list[str], list[list[str]]]:
     try:
         return summary(data)
-    except (KeyError, TypeError, IndexError, ValueError):
-        return ["tool"], [[str(data.get("tool"))]]
+    except (KeyError, TypeError, IndexError, ValueError):  # read back typed, but holding what no summary shows
+        return ["tool"], [[data.tool]]
 
 
 # --------------------------------------------------------------------------------------------------------- HTML
@@ -641,7 +642,7 @@ def html(report: RunReport) -> str:
         parts.append('<section id="imported"><h2>Imported results</h2>')
         for item in report.imported:
             columns, table_rows = _imported_summary(item.data)
-            title = f"{item.name} ({item.data.get('tool')}, from {item.data.get('file')})"
+            title = f"{item.name} ({item.data.tool}, from {item.data.file})"
             parts.append(f"<h3>{_h(title)}</h3>{_table(columns, table_rows)}")
         parts.append("</section>")
     if report.problems:

@@ -6,6 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
+from wirespeed.core.records.decode import _kind
+from wirespeed.core.records.typed import read_dataclass
+
 
 @dataclass(frozen=True)
 class Unknown:
@@ -15,6 +18,15 @@ class Unknown:
 
     def to_json(self) -> dict[str, str]:
         return {"unknown": self.reason}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Unknown:
+        """`{"unknown": why}`, exactly."""
+        if not isinstance(data, dict) or set(data) != {"unknown"}:
+            raise ValueError(f'{where}: expected unknown ({{"unknown": why}}), found {_kind(data)}')
+        if not isinstance(data["unknown"], str):
+            raise ValueError(f"{where}: unknown: expected text, found {_kind(data['unknown'])}")
+        return cls(data["unknown"])
 
 
 def known(value: object) -> bool:
@@ -302,53 +314,11 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
-def _maybe(value: Any) -> Any:
-    if isinstance(value, dict) and set(value) == {"unknown"}:
-        return Unknown(value["unknown"])
-    return value
-
-
-def facts_from_json(data: dict[str, Any]) -> NodeFacts:
-    """Rebuild `NodeFacts` from `to_json` output (what `wirespeed agent facts` prints)."""
-
-    def build(cls: type[Any], raw: dict[str, Any], nested: dict[str, Any] | None = None) -> Any:
-        kwargs: dict[str, Any] = {}
-        for f in fields(cls):
-            if f.name not in raw:
-                continue
-            value = raw[f.name]
-            if nested and f.name in nested:
-                value = nested[f.name](value)
-            elif isinstance(value, list):
-                value = tuple(value)
-            kwargs[f.name] = _maybe(value)
-        return cls(**kwargs)
-
-    def gids(raw: list[dict[str, Any]]) -> tuple[Gid, ...]:
-        return tuple(build(Gid, g) for g in raw)
-
-    def ports(raw: list[dict[str, Any]]) -> tuple[RdmaPort, ...]:
-        return tuple(build(RdmaPort, p, {"gids": gids}) for p in raw)
-
-    def gpus(raw: Any) -> Any:
-        return _maybe(raw) if isinstance(raw, dict) else tuple(build(Gpu, g) for g in raw)
-
-    return build(  # type: ignore[no-any-return]
-        NodeFacts,
-        data,
-        {
-            "netdevs": lambda raw: tuple(build(Netdev, n) for n in raw),
-            "rdma": lambda raw: tuple(build(RdmaDevice, d, {"ports": ports}) for d in raw),
-            "pci": lambda raw: tuple(build(PciFunction, p) for p in raw),
-            "ports": lambda raw: tuple(build(PhysicalPort, p) for p in raw),
-            "gpus": gpus,
-            "tools": lambda raw: tuple(build(Tool, t) for t in raw),
-            "pending_fixes": lambda raw: (
-                _maybe(raw) if isinstance(raw, dict) else tuple(build(PendingFix, p) for p in raw)
-            ),
-            "root_ports": lambda raw: (
-                _maybe(raw) if isinstance(raw, dict) else tuple(build(PciRootPort, p) for p in raw)
-            ),
-            "routes": lambda raw: _maybe(raw) if isinstance(raw, dict) else tuple(build(Route, r) for r in raw),
-        },
-    )
+def facts_from_json(data: Any, where: str = "facts") -> NodeFacts:
+    """Rebuild `NodeFacts` from `to_json` output (what `wirespeed agent facts` prints, a run's discovery.json), every
+    field checked against its declared type (wirespeed.core.records.typed): a value of the wrong type is a
+    ValueError naming the field (`facts: netdevs[2]: mtu: expected a whole number or unknown, found text`), never a
+    record that fails later. A field an older wirespeed did not write takes its default; one it does not know is
+    left out."""
+    found: NodeFacts = read_dataclass(NodeFacts, data, where)
+    return found

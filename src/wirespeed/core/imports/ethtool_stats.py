@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
 
 from wirespeed.core.imports.kind import BARE, HEADER, ImportKind, Table
 from wirespeed.core.parsers import ethtool
+from wirespeed.core.records.typed import JsonRecord
 
 _NIC_STATISTICS = re.compile(r"^\s*NIC statistics:\s*$", re.MULTILINE)
 _STAT_LINE = re.compile(r"^\s+[^:]+?:\s+-?\d+\s*$")
@@ -25,15 +26,23 @@ def _looks_headerless(text: str) -> bool:
     return stats >= 2 and len(lines) - stats <= 2
 
 
-def read(text: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class EthtoolStats(JsonRecord):
+    """`ethtool -S`: every counter by the driver's name."""
+
+    source_format: str | None
+    counters: Mapping[str, int]
+
+
+def read(text: str) -> EthtoolStats:
     counters = ethtool.parse_stats(text)
     if not counters:
         raise ValueError("ethtool -S output without a single `name: value` counter line")
-    return {"source_format": "text", "counters": counters}
+    return EthtoolStats("text", counters)
 
 
-def rows(obj: Mapping[str, Any]) -> Table:
-    counters: dict[str, int] = obj["counters"]
+def rows(obj: EthtoolStats) -> Table:
+    counters = obj.counters
     errors = [f"{name} {counters[name]}" for name in ethtool.ERROR_COUNTERS if counters.get(name)]
     return ["figure", "value"], [
         ["counters", str(len(counters))],
@@ -45,6 +54,7 @@ KIND = ImportKind(
     tool="ethtool-stats",
     names="ethtool -S",
     marks=((HEADER, _has_header), (BARE, _looks_headerless)),
+    body=EthtoolStats,
     read=read,
     rows=rows,
 )

@@ -1,11 +1,12 @@
 """`wirespeed import`: tell which tool wrote a saved output from its content (never its file name: people name logs
 `out.txt`) and turn it into the public import format, version 1 (docs/import-format.md). Pure: bytes or text in, one
-JSON-ready dict out, or ValueError whose message starts `line N:` so the CLI can say where the file went wrong.
+`ImportObject` out (its `to_json()` the public object), or ValueError whose message starts `line N:` so the CLI can
+say where the file went wrong.
 
 Each measured or read tool is one kind in wirespeed.core.imports (its detection marks, reader and summary), listed in
 `imports.registry.KINDS`; this module decodes the bytes, picks a kind or the paste reader
-(wirespeed.core.imports.pastes) and puts the object's common head on. DETECT_CHARS, TOOLS, KNOWN_TOOLS and
-PASTE_TOOLS are the registry's, kept here for the callers that know this module.
+(wirespeed.core.imports.pastes) and puts the object's common head on (wirespeed.core.imports.record). DETECT_CHARS,
+TOOLS, KNOWN_TOOLS and PASTE_TOOLS are the registry's, kept here for the callers that know this module.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from pathlib import PurePath
 from typing import Any
 
 from wirespeed.core.imports import pastes, registry
+from wirespeed.core.imports.body import Body
 from wirespeed.core.imports.kind import line_at
+from wirespeed.core.imports.pasted import Paste, PastedOutput, Section
+from wirespeed.core.imports.record import FORMAT_VERSION, ImportObject
 from wirespeed.core.imports.registry import DETECT_CHARS, KNOWN_TOOLS, PASTE_TOOLS, TOOLS, detect
 
 __all__ = [
@@ -28,13 +32,13 @@ __all__ = [
     "PASTE_TOOLS",
     "TOOLS",
     "TOO_LARGE_HINT",
+    "ImportObject",
     "decode",
     "detect",
     "import_text",
     "output_name",
 ]
 
-FORMAT_VERSION = 1
 # Real tool outputs are kilobytes (the largest in tests/fixtures/real, an NCCL_DEBUG=INFO log of 16 ranks, is 70 KB);
 # a file past this is not one output, and reading it would take minutes and gigabytes.
 MAX_IMPORT_BYTES = 16 * 2**20
@@ -81,7 +85,14 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _pasted(text: str, file_name: str) -> dict[str, Any] | None:
+def _as_written(tool: str, file_name: str, body: Body) -> ImportObject:
+    """The object as its file will read back: strict JSON (no NaN), through the record's own reader, so that an
+    object imported now and the same object read from a run's imported/ are one value."""
+    obj = ImportObject(tool, file_name, body, FORMAT_VERSION)
+    return ImportObject.from_json(_jsonable(obj.to_json()), file_name)
+
+
+def _pasted(text: str, file_name: str) -> PastedOutput | Paste | None:
     """What owners paste (wirespeed.core.imports.pastes): one output of a kind in PASTE_TOOLS, as that tool; several
     outputs in one file (prompts, `$ ` lines) as `paste`, one section per output. Every line read past is in
     `skipped_lines`, with why. None when the file holds none of these outputs."""
@@ -89,18 +100,21 @@ def _pasted(text: str, file_name: str) -> dict[str, Any] | None:
     known = [r for r in readings if r.kind is not None]
     if not known or (len(known) == 1 and registry.kind_of(known[0].kind) is not None):
         return None  # one output of an import kind (ibdev2netdev) alone keeps that kind's own object
-    skipped = pastes.skipped_json([*between, *(s for r in readings for s in r.skipped)])
+    skipped = pastes.skipped_records([*between, *(s for r in readings for s in r.skipped)])
     if len(known) == 1:
         reading = known[0]
-        head = {"source_format": "text", "command": reading.command, "host": reading.host}
-        return {"tool": reading.kind, **head, **pastes.body(reading), "skipped_lines": skipped}
-    sections = [
-        {"line": r.first_line, "kind": r.kind, "command": r.command, "host": r.host, **pastes.body(r)} for r in known
-    ]
-    return {"tool": "paste", "source_format": "text", "sections": sections, "skipped_lines": skipped}
+        return PastedOutput("text", reading.command, reading.host, pastes.body(reading), skipped)
+    sections = tuple(
+        Section(r.first_line, r.kind, r.command, r.host, pastes.body(r)) for r in known if r.kind is not None
+    )
+    return Paste("text", sections, skipped)
 
 
-def import_text(text: str, file_name: str) -> dict[str, Any]:
+def _pasted_object(pasted: PastedOutput | Paste, file_name: str) -> ImportObject:
+    return _as_written(pasted.tool if isinstance(pasted, PastedOutput) else "paste", file_name, pasted)
+
+
+def import_text(text: str, file_name: str) -> ImportObject:
     """The public object (format_version 1) for one file's text; ValueError `line N: why` when it is no known tool's
     output, or is one but cut off or broken where it can be told."""
     if not text.strip():
@@ -109,7 +123,7 @@ def import_text(text: str, file_name: str) -> dict[str, Any]:
     if kind is None or kind.paste_first(text):
         pasted = _pasted(text, file_name)
         if pasted is not None:
-            return {"format_version": FORMAT_VERSION, "file": file_name, **_jsonable(pasted)}
+            return _pasted_object(pasted, file_name)
     if kind is None:
         first = next(number for number, line in enumerate(text.splitlines(), start=1) if line.strip())
         raise ValueError(f"line {first}: not output of a known tool ({registry.known_tools()})")
@@ -118,11 +132,11 @@ def import_text(text: str, file_name: str) -> dict[str, Any]:
     except ValueError as exc:
         pasted = _pasted(text, file_name) if kind.paste_on_error(text) else None
         if pasted is not None:  # e.g. an NCCL INFO log with nccl-tests' header but no result rows
-            return {"format_version": FORMAT_VERSION, "file": file_name, **_jsonable(pasted)}
+            return _pasted_object(pasted, file_name)
         raise ValueError(_with_line(str(exc), text)) from None
     except RecursionError:
         raise ValueError(f"line 1: {kind.tool} JSON nested too deeply to read") from None
-    return {"format_version": FORMAT_VERSION, "tool": kind.tool, "file": file_name, **_jsonable(body)}
+    return _as_written(kind.tool, file_name, body)
 
 
 def output_name(file_name: str, tool: str) -> str:

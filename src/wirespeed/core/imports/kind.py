@@ -4,11 +4,12 @@ value, not a branch in three functions, so that adding one is a module plus a li
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from wirespeed.core.fabric.units import format_size_bytes
+from wirespeed.core.imports.body import Body
 
 Table = tuple[list[str], list[list[str]]]  # a summary's columns and rows, every cell text
 
@@ -27,22 +28,27 @@ def _never(text: str) -> bool:
     return False
 
 
-def _no_figures(obj: Mapping[str, Any]) -> dict[str, float]:
+def _no_figures(body: Any) -> dict[str, float]:
     return {}
 
 
+B = TypeVar("B", bound=Body)
+
+
 @dataclass(frozen=True)
-class ImportKind:
+class ImportKind(Generic[B]):
     """One kind of tool output. `marks` are (rank, predicate) pairs over the head of a file; `read` turns the text into
-    the body of the public object (ValueError `line N: why` or a parser's own message when it cannot); `rows` is its
-    summary table; `figures` what `compare` sets beside the same file imported into another run (none by default)."""
+    the body of the public object, a `body` record (ValueError `line N: why` or a parser's own message when it
+    cannot); `body.from_json` reads it back from a run's imported/; `rows` is its summary table; `figures` what
+    `compare` sets beside the same file imported into another run (none by default)."""
 
     tool: str  # the `tool` value of the public format
     names: str  # how the list of known tools names it to a user (KNOWN_TOOLS)
     marks: tuple[tuple[int, Callable[[str], bool]], ...]
-    read: Callable[[str], dict[str, Any]]
-    rows: Callable[[Mapping[str, Any]], Table]
-    figures: Callable[[Mapping[str, Any]], dict[str, float]] = _no_figures
+    body: type[B]  # the record `read` returns (core/imports/body.py: `to_json`, `from_json`)
+    read: Callable[[str], B]
+    rows: Callable[[B], Table]
+    figures: Callable[[B], dict[str, float]] = _no_figures
     # A text that also splits into several pasted outputs is read as a paste first (ibdev2netdev among other outputs).
     paste_first: Callable[[str], bool] = _never
     # A text this kind recognised but could not read is tried as a paste (an NCCL INFO log under nccl-tests' header).
@@ -57,9 +63,14 @@ def line_at(text: str, index: int) -> int:
     return len((text[:index] + "x").splitlines())
 
 
-def sizes(rows: list[dict[str, Any]]) -> str:
+class SizedRow(Protocol):
+    @property
+    def size_bytes(self) -> int: ...
+
+
+def sizes(rows: Sequence[SizedRow]) -> str:
     """The message sizes of a table's rows: `8 B .. 8 GiB (33 rows)`."""
-    first, last = format_size_bytes(rows[0]["size_bytes"]), format_size_bytes(rows[-1]["size_bytes"])
+    first, last = format_size_bytes(rows[0].size_bytes), format_size_bytes(rows[-1].size_bytes)
     count = f"{len(rows)} row{'s' if len(rows) != 1 else ''}"
     return f"{first} ({count})" if first == last else f"{first} .. {last} ({count})"
 

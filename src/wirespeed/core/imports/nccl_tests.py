@@ -5,13 +5,14 @@ busbw per message size to `compare`."""
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
 
 from wirespeed.core.fabric.units import format_size_bytes
 from wirespeed.core.imports.kind import COMMENTS_AND_ROWS, JSON_FORM, ImportKind, Table, finite, num, sizes
 from wirespeed.core.parsers import nccl_info
+from wirespeed.core.records.typed import JsonRecord
 from wirespeed.core.tools import nccl_tests
 
 # nccl-tests -J (src/util.cu): keys no other tool writes; a file cut early still has `args` naming the binary.
@@ -28,19 +29,65 @@ def _is_text(text: str) -> bool:
     return nccl_tests.looks_like(text)  # looked up at each call: tests count what detection hands the parser
 
 
-def _measurement(m: nccl_tests.Measurement | None) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class NcclPlacement(JsonRecord):
+    """One half of a row, out-of-place or in-place."""
+
+    time_us: float | None
+    algbw_GBps: float | None
+    busbw_GBps: float | None
+    wrong: int | None
+    max_error: float | None
+
+
+@dataclass(frozen=True)
+class NcclTestsRow(JsonRecord):
+    """One message size."""
+
+    size_bytes: int
+    count: int | None
+    type: str | None
+    redop: str | None
+    root: int | None
+    out_of_place: NcclPlacement | None
+    in_place: NcclPlacement | None
+
+
+@dataclass(frozen=True)
+class NcclTests(JsonRecord):
+    """An nccl-tests run (docs/import-format.md, `nccl-tests`): its table, footer and what INFO lines said."""
+
+    source_format: str | None
+    collective: str | None
+    ranks: int | None
+    rows: tuple[NcclTestsRow, ...]
+    avg_busbw_GBps: float | None
+    out_of_bounds: int | None
+    transport: str | None
+    gdr: bool | None
+    nccl_version: str | None
+    complete: bool
+    implausible: tuple[str, ...]
+
+
+def _finite(value: float | None) -> float | None:
+    """nccl-tests writes `nan` where it computed nothing: null in the format, as strict JSON has no NaN."""
+    return None if value is None or not math.isfinite(value) else value
+
+
+def _measurement(m: nccl_tests.Measurement | None) -> NcclPlacement | None:
     if m is None:
         return None
-    return {
-        "time_us": m.time_us,
-        "algbw_GBps": m.algbw_GBps,
-        "busbw_GBps": m.busbw_GBps,
-        "wrong": m.wrong,
-        "max_error": m.max_error,
-    }
+    return NcclPlacement(
+        time_us=_finite(m.time_us),
+        algbw_GBps=_finite(m.algbw_GBps),
+        busbw_GBps=_finite(m.busbw_GBps),
+        wrong=m.wrong,
+        max_error=_finite(m.max_error),
+    )
 
 
-def read(text: str) -> dict[str, Any]:
+def read(text: str) -> NcclTests:
     is_json = text.lstrip().startswith("{")
     if is_json:
         try:
@@ -52,72 +99,70 @@ def read(text: str) -> dict[str, Any]:
         result = nccl_tests.parse_json(text)
     else:
         result = nccl_tests.parse_text(text)
-    return {
-        "source_format": "json" if is_json else "text",
-        "collective": result.collective,
-        "ranks": result.ranks,
-        "rows": [
-            {
-                "size_bytes": row.size_bytes,
-                "count": row.count,
-                "type": row.type,
-                "redop": row.redop,
-                "root": row.root,
-                "out_of_place": _measurement(row.out_of_place),
-                "in_place": _measurement(row.in_place),
-            }
+    return NcclTests(
+        source_format="json" if is_json else "text",
+        collective=result.collective,
+        ranks=result.ranks,
+        rows=tuple(
+            NcclTestsRow(
+                size_bytes=row.size_bytes,
+                count=row.count,
+                type=row.type,
+                redop=row.redop,
+                root=row.root,
+                out_of_place=_measurement(row.out_of_place),
+                in_place=_measurement(row.in_place),
+            )
             for row in result.rows
-        ],
-        "avg_busbw_GBps": result.avg_busbw_GBps,
-        "out_of_bounds": result.out_of_bounds,
-        "transport": result.transport,
-        "gdr": result.gdr,
-        "nccl_version": result.nccl_version,
-        "complete": result.complete,
-        "implausible": list(result.implausible),
-    }
+        ),
+        avg_busbw_GBps=_finite(result.avg_busbw_GBps),
+        out_of_bounds=result.out_of_bounds,
+        transport=result.transport,
+        gdr=result.gdr,
+        nccl_version=result.nccl_version,
+        complete=result.complete,
+        implausible=tuple(result.implausible),
+    )
 
 
-def rows(obj: Mapping[str, Any]) -> Table:
-    table = obj["rows"]
+def rows(obj: NcclTests) -> Table:
+    table = obj.rows
     placements = [
-        (row["size_bytes"], name, placement)
+        (row.size_bytes, name, busbw)
         for row in table
-        for name in ("out_of_place", "in_place")
-        if (placement := row[name]) is not None and placement["busbw_GBps"] is not None
+        for name, placement in (("out_of_place", row.out_of_place), ("in_place", row.in_place))
+        if placement is not None and (busbw := placement.busbw_GBps) is not None
     ]
     out = [
-        ["collective", obj["collective"] or "-"],
-        ["ranks", str(obj["ranks"]) if obj["ranks"] is not None else "-"],
-        ["transport", obj["transport"] or "-"],
+        ["collective", obj.collective or "-"],
+        ["ranks", str(obj.ranks) if obj.ranks is not None else "-"],
+        ["transport", obj.transport or "-"],
     ]
     if table:
         out.append(["sizes", sizes(table)])
     if placements:
-        size, name, best = max(placements, key=lambda item: item[2]["busbw_GBps"])
-        out.append(
-            ["peak busbw", f"{best['busbw_GBps']:.2f} GB/s at {format_size_bytes(size)} ({name.replace('_', '-')})"]
-        )
-    out.append(["avg busbw", num(obj["avg_busbw_GBps"], "GB/s", 3) if obj["complete"] else "- (run cut off)"])
+        size, name, best = max(placements, key=lambda item: item[2])
+        out.append(["peak busbw", f"{best:.2f} GB/s at {format_size_bytes(size)} ({name.replace('_', '-')})"])
+    out.append(["avg busbw", num(obj.avg_busbw_GBps, "GB/s", 3) if obj.complete else "- (run cut off)"])
     return ["figure", "value"], out
 
 
-def _placement(row: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The out-of-place half (what nccl-tests' summary and wirespeed's own rung use), else the in-place one."""
-    for name in ("out_of_place", "in_place"):
-        half = row.get(name)
-        if isinstance(half, Mapping) and finite(half.get("busbw_GBps")):
-            return half
+def _busbw(row: NcclTestsRow) -> float | None:
+    """The out-of-place half's busbw (what nccl-tests' summary and wirespeed's own rung use), else the in-place
+    one's."""
+    for half in (row.out_of_place, row.in_place):
+        if half is not None and half.busbw_GBps is not None and finite(half.busbw_GBps):
+            return half.busbw_GBps
     return None
 
 
-def figures(obj: Mapping[str, Any]) -> dict[str, float]:
+def figures(obj: NcclTests) -> dict[str, float]:
     """busbw per message size."""
     found: dict[str, float] = {}
-    for row in obj.get("rows") or []:
-        half = _placement(row) if isinstance(row, Mapping) else None
-        if half is not None and isinstance(row.get("size_bytes"), int):
-            found[f"busbw_GBps @ {row['size_bytes']} B"] = float(half["busbw_GBps"])
+    for row in obj.rows:
+        busbw = _busbw(row)
+        if busbw is not None:
+            found[f"busbw_GBps @ {row.size_bytes} B"] = float(busbw)
     return found
 
 
@@ -125,6 +170,7 @@ KIND = ImportKind(
     tool="nccl-tests",
     names="nccl-tests",
     marks=((JSON_FORM, _is_json), (COMMENTS_AND_ROWS, _is_text)),
+    body=NcclTests,
     read=read,
     rows=rows,
     figures=figures,

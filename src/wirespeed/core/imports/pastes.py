@@ -20,6 +20,8 @@ from typing import Any
 from wirespeed.core.fabric import gdr
 from wirespeed.core.fabric.facts import Gpu, Netdev, NodeFacts, PciFunction, RdmaDevice, RdmaPort, Unknown
 from wirespeed.core.fabric.ports import group_ports, pci_address
+from wirespeed.core.imports import pasted
+from wirespeed.core.imports.rdma_tools import ibdev2netdev_devices
 from wirespeed.core.parsers import (
     dmesg,
     ethtool_fec,
@@ -199,19 +201,45 @@ NO_PASTE = "a live node or a snapshot (no pasted output holds it)"
 
 
 @dataclass
+class _Netdev:
+    """What the pastes said of one interface so far; None: nothing (its NodeFacts field stays Unknown)."""
+
+    operstate: str | None = None
+    carrier: bool | None = None
+    speed_mbps: int | Unknown | None = None  # Unknown: ethtool printed `Speed: Unknown!`
+    mtu: int | None = None
+    mac: str | None = None
+    ipv4: tuple[str, ...] = ()
+    ipv6: tuple[str, ...] = ()
+    link_type: int | None = None
+
+
+@dataclass
+class _Rdma:
+    """What the pastes said of one RDMA device so far."""
+
+    netdevs: set[str] = field(default_factory=set)  # as ibdev2netdev mapped them
+    link_layer: str | None = None
+    port: int | None = None
+
+
+@dataclass
 class _Node:
-    netdevs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    netdevs: dict[str, _Netdev] = field(default_factory=dict)
     pci: dict[str, lspci.PciDevice] = field(default_factory=dict)
     kernel: list[str] = field(default_factory=list)
     nccl: list[nccl_info.NcclHost] = field(default_factory=list)
-    rdma: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> {netdevs, link_layer, port}
+    rdma: dict[str, _Rdma] = field(default_factory=dict)
     gpus: list[str] = field(default_factory=list)
     fec: dict[str, ethtool_fec.FecSetting] = field(default_factory=dict)
     asked: set[str] = field(default_factory=set)  # interfaces a paste asked about by name (ethtool IFACE)
     areas: set[str] = field(default_factory=set)
 
-    def netdev(self, name: str) -> dict[str, Any]:
-        return self.netdevs.setdefault(name, {})
+    def netdev(self, name: str) -> _Netdev:
+        return self.netdevs.setdefault(name, _Netdev())
+
+    def rdma_device(self, name: str) -> _Rdma:
+        return self.rdma.setdefault(name, _Rdma())
 
 
 @dataclass(frozen=True)
@@ -232,33 +260,33 @@ def _node_of(reading: Reading, default: str) -> str:
 def _add_ip_addr(node: _Node, parsed: ip_addr.IpAddr) -> None:
     for iface in parsed.interfaces:
         entry = node.netdev(iface.name)
-        entry.update(ipv4=tuple(iface.ipv4), ipv6=tuple(iface.ipv6))
+        entry.ipv4, entry.ipv6 = tuple(iface.ipv4), tuple(iface.ipv6)
         if iface.mtu is not None:
-            entry["mtu"] = iface.mtu
+            entry.mtu = iface.mtu
             node.areas.add(MTU)
         if iface.state:
-            entry["operstate"] = iface.state.lower()
+            entry.operstate = iface.state.lower()
         if iface.carrier is not None:
-            entry["carrier"] = iface.carrier
+            entry.carrier = iface.carrier
             node.areas.add(CARRIER)
         if iface.mac:
-            entry["mac"] = iface.mac
+            entry.mac = iface.mac
         if iface.link_type in ip_addr.LINK_TYPES:
-            entry["link_type"] = ip_addr.LINK_TYPES[iface.link_type]
+            entry.link_type = ip_addr.LINK_TYPES[iface.link_type]
     node.areas.add(ADDRESSES)
 
 
 def _add_ip_brief(node: _Node, parsed: ip_brief.IpBrief) -> None:
     for iface in parsed.interfaces:
         entry = node.netdev(iface.name)
-        entry["operstate"] = iface.state.lower()
+        entry.operstate = iface.state.lower()
         if iface.flags is None or iface.ipv4 or iface.ipv6:
-            entry.update(ipv4=iface.ipv4, ipv6=iface.ipv6)
+            entry.ipv4, entry.ipv6 = tuple(iface.ipv4), tuple(iface.ipv6)
             node.areas.add(ADDRESSES)
         if iface.mac:
-            entry["mac"] = iface.mac
+            entry.mac = iface.mac
         if iface.carrier is not None:
-            entry["carrier"] = iface.carrier
+            entry.carrier = iface.carrier
             node.areas.add(CARRIER)
 
 
@@ -269,10 +297,10 @@ def _add_ethtool(node: _Node, parsed: ethtool_settings.EthtoolSettings) -> None:
         entry = node.netdev(link.name)
         node.asked.add(link.name)
         if "Speed" in link.fields:
-            entry["speed_mbps"] = link.speed_mbps if link.speed_mbps is not None else Unknown("ethtool: Speed Unknown!")
+            entry.speed_mbps = link.speed_mbps if link.speed_mbps is not None else Unknown("ethtool: Speed Unknown!")
             node.areas.add(SPEED)
         if link.link_detected is not None:
-            entry["carrier"] = link.link_detected
+            entry.carrier = link.link_detected
             node.areas.add(CARRIER)
 
 
@@ -297,16 +325,16 @@ def _add_nccl(nodes: dict[str, _Node], reading: Reading, default: str) -> None:
         for entry in host.hcas:  # `rocep1s0f1:1/RoCE`
             name, _, rest = entry.partition(":")
             port, _, layer = rest.partition("/")
-            node.rdma.setdefault(name, {}).update(
-                port=int(port) if port.isdigit() else 1, link_layer="Ethernet" if layer == "RoCE" else layer or None
-            )
+            device = node.rdma_device(name)
+            device.port = int(port) if port.isdigit() else 1
+            device.link_layer = "Ethernet" if layer == "RoCE" else layer or None
             node.areas.add(RDMA)
 
 
 def _add_topo(node: _Node, parsed: nvidia_topo.NvidiaTopo) -> None:
     topology = parsed.topology
     for nic in topology.nics.values():
-        node.rdma.setdefault(nic, {})
+        node.rdma_device(nic)
         node.areas.add(RDMA)
     node.gpus = list(topology.gpus) or node.gpus
     if topology.gpus:
@@ -315,20 +343,22 @@ def _add_topo(node: _Node, parsed: nvidia_topo.NvidiaTopo) -> None:
 
 def _add_ibdev2netdev(node: _Node, parsed: rdma_tools.NetdevListing) -> None:
     for mapping in parsed.mappings:
-        node.rdma.setdefault(mapping.rdma_device, {}).setdefault("netdevs", set()).add(mapping.netdev)
-        node.rdma[mapping.rdma_device]["port"] = mapping.port
+        device = node.rdma_device(mapping.rdma_device)
+        device.netdevs.add(mapping.netdev)
+        device.port = mapping.port
         entry = node.netdev(mapping.netdev)
         if mapping.state in ("Up", "Down"):
-            entry.setdefault("carrier", mapping.state == "Up")
+            if entry.carrier is None:
+                entry.carrier = mapping.state == "Up"
             node.areas.add(CARRIER)
         node.areas.add(RDMA)
 
 
-def _rdma_netdevs(name: str, info: Mapping[str, Any], netdevs: Iterable[str]) -> tuple[str, ...]:
+def _rdma_netdevs(name: str, info: _Rdma, netdevs: Iterable[str]) -> tuple[str, ...]:
     """The netdevs of an RDMA device: as ibdev2netdev said, else by the udev names mlx5 hosts share
     (`roceP2p1s0f1` is `enP2p1s0f1np1`'s), else none."""
-    if info.get("netdevs"):
-        return tuple(sorted(info["netdevs"]))
+    if info.netdevs:
+        return tuple(sorted(info.netdevs))
     roce = _ROCE_NAME.match(name)
     if roce is None:
         return ()
@@ -356,12 +386,12 @@ def _facts(name: str, node: _Node, source: str) -> NodeFacts:
             by_netdev.setdefault(n, []).append(rdma_name)
             node.netdev(n)
         port = RdmaPort(
-            number=int(info.get("port") or 1),
+            number=int(info.port or 1),
             state=_unknown(missing),
             phys_state=_unknown(missing),
             rate=_unknown(missing),
             rate_gbps=_unknown(missing),
-            link_layer=info.get("link_layer") or _unknown(missing),
+            link_layer=info.link_layer or _unknown(missing),
             gids=(),
             rocev2_ipv4_index=_unknown(missing),
         )
@@ -385,15 +415,17 @@ def _facts(name: str, node: _Node, source: str) -> NodeFacts:
         netdevs.append(
             Netdev(
                 name=iface,
-                operstate=entry.get("operstate", _unknown(missing)),
-                carrier=entry.get("carrier", _unknown(missing)),
-                speed_mbps=entry.get("speed_mbps", _unknown(missing)),
-                mtu=entry.get("mtu", _unknown(missing)),
-                mac=entry.get("mac", _unknown(missing)),
-                ipv4=tuple(entry.get("ipv4", ())),
-                ipv6=tuple(entry.get("ipv6", ())),
+                operstate=entry.operstate if entry.operstate is not None else _unknown(missing),
+                carrier=entry.carrier if entry.carrier is not None else _unknown(missing),
+                speed_mbps=entry.speed_mbps if entry.speed_mbps is not None else _unknown(missing),
+                mtu=entry.mtu if entry.mtu is not None else _unknown(missing),
+                mac=entry.mac if entry.mac is not None else _unknown(missing),
+                ipv4=entry.ipv4,
+                ipv6=entry.ipv6,
                 kind="loopback" if iface == "lo" else "virtual" if virtual else "pci",
-                link_type=entry.get("link_type", 772 if iface == "lo" else _unknown(missing)),
+                link_type=entry.link_type
+                if entry.link_type is not None
+                else (772 if iface == "lo" else _unknown(missing)),
                 pci=bdf,
                 rdma_devices=tuple(by_netdev.get(iface, ())),
                 driver=(lspci_device.driver if lspci_device and lspci_device.driver else _unknown(missing)),
@@ -527,69 +559,95 @@ def plan_checks(ids: Iterable[str], areas: Mapping[str, frozenset[str]]) -> Chec
 # ------------------------------------------------------------------------------------------- the import view
 
 
-def _nccl_host(host: nccl_info.NcclHost, where: str | None = None) -> dict[str, Any]:
+def _nccl_host(host: nccl_info.NcclHost, where: str | None = None) -> pasted.NcclInfoHost:
     verdict = gdr.explain_hosts([host], where)
-    return {
-        "host": host.host,
-        "nccl_version": host.version,
-        "environment": host.environment,
-        "network": host.network,
-        "transport": host.transport,
-        "hcas": host.hcas,
-        "socket_interfaces": host.socket_interfaces,
-        "oob": host.oob,
-        "gdr": host.gdr,
-        "gdr_by_hca": host.gdr_by_hca,
-        "ring_gdr": host.ring_gdr,
-        "gdr_note": None if verdict is None else verdict.line,
-        "gdr_finding": verdict is not None and verdict.finding,
-        "gid_indices": [asdict(g) for g in host.gids],
-        "channels": host.channels,
-        "via": dict(host.via),
-        "ranks": host.ranks,
-        "nodes": host.nodes,
-        "warnings": host.warnings,
-    }
+    return pasted.NcclInfoHost(
+        host=host.host,
+        nccl_version=host.version,
+        environment=host.environment,
+        network=host.network,
+        transport=host.transport,
+        hcas=tuple(host.hcas),
+        socket_interfaces=tuple(host.socket_interfaces),
+        oob=host.oob,
+        gdr=host.gdr,
+        gdr_by_hca=host.gdr_by_hca,
+        ring_gdr=host.ring_gdr,
+        gdr_note=None if verdict is None else verdict.line,
+        gdr_finding=verdict is not None and verdict.finding,
+        gid_indices=tuple(pasted.NcclGid(**asdict(g)) for g in host.gids),
+        channels=host.channels,
+        via=dict(host.via),
+        ranks=host.ranks,
+        nodes=host.nodes,
+        warnings=tuple(host.warnings),
+    )
 
 
-def body(reading: Reading) -> dict[str, Any]:
-    """A reading as wirespeed's import format keeps it (docs/import-format.md): its kind's own fields."""
+def _ip_interface(i: ip_addr.Interface) -> pasted.IpInterface:
+    fields = {**asdict(i), "flags": tuple(i.flags), "ipv4": tuple(i.ipv4), "ipv6": tuple(i.ipv6)}
+    return pasted.IpInterface(**fields, carrier=i.carrier)
+
+
+def _brief_interface(i: ip_brief.BriefInterface) -> pasted.BriefInterface:
+    return pasted.BriefInterface(**asdict(i), carrier=i.carrier)
+
+
+def body(reading: Reading) -> pasted.Content:
+    """A reading as wirespeed's import format keeps it (docs/import-format.md): its kind's own record. ValueError
+    for a reading of no kind."""
     parsed = reading.parsed
     kind = reading.kind
     if kind == "nccl-info":
         # nccl-tests' `#  Rank  0 ... NVIDIA GB10` lines, read past as not NCCL's, say which GPU the log ran on
         where = gdr.platform_in_text("\n".join(s.text for s in reading.skipped))
-        return {"hosts": [_nccl_host(h, where) for h in parsed.hosts]}
+        return pasted.NcclInfo(tuple(_nccl_host(h, where) for h in parsed.hosts))
     if kind == "kernel-log":
-        return {"lines": [{**asdict(line), "line": reading.line_in_paste(line.line)} for line in parsed.lines]}
+        return pasted.KernelLog(tuple(_kernel_line(line, reading.line_in_paste(line.line)) for line in parsed.lines))
     if kind == "lspci":
-        return {"devices": [asdict(d) for d in parsed.devices]}
+        return pasted.Lspci(tuple(pasted.PciDevice(**asdict(d)) for d in parsed.devices))
     if kind == "ip-addr":
-        return {"interfaces": [{**asdict(i), "carrier": i.carrier} for i in parsed.interfaces]}
+        return pasted.IpAddr(tuple(_ip_interface(i) for i in parsed.interfaces))
     if kind == "ip-brief":
-        return {"interfaces": [{**asdict(i), "carrier": i.carrier} for i in parsed.interfaces]}
+        return pasted.IpBrief(tuple(_brief_interface(i) for i in parsed.interfaces))
     if kind == "ethtool":
-        return {"links": [{k: v for k, v in asdict(link).items() if k != "fields"} for link in parsed.links]}
+        return pasted.Ethtool(
+            tuple(
+                pasted.EthtoolLink(**{k: v for k, v in asdict(link).items() if k != "fields"}) for link in parsed.links
+            )
+        )
     if kind == "ethtool-fec":  # per-lane values as lists, lane 0 first (JSON keys cannot be numbers)
-        return {
-            "interfaces": [
-                {**asdict(s), "lanes": {k: [v for _, v in sorted(lanes.items())] for k, lanes in s.lanes.items()}}
+        return pasted.EthtoolFec(
+            tuple(
+                pasted.FecInterface(
+                    name=s.name,
+                    configured=tuple(s.configured),
+                    active=tuple(s.active),
+                    statistics=s.statistics,
+                    lanes={k: tuple(v for _, v in sorted(lanes.items())) for k, lanes in s.lanes.items()},
+                )
                 for s in parsed.settings
-            ]
-        }
+            )
+        )
     if kind == "nvidia-smi-topo":
         topology = parsed.topology
-        return {
-            "gpus": list(topology.gpus),
-            "nics": topology.nics,
-            "links": topology.links,
-            "cpu_affinity": topology.cpu_affinity,
-            "numa_affinity": topology.numa_affinity,
-        }
+        return pasted.NvidiaSmiTopo(
+            gpus=tuple(topology.gpus),
+            nics=topology.nics,
+            links=topology.links,
+            cpu_affinity=topology.cpu_affinity,
+            numa_affinity=topology.numa_affinity,
+        )
     if kind == "ibdev2netdev":
-        return {"devices": [asdict(m) for m in parsed.mappings]}
-    return {}
+        return pasted.PastedIbdev2netdev(ibdev2netdev_devices(parsed))
+    raise ValueError(f"no pasted output of kind {kind!r}")
 
 
-def skipped_json(lines: Iterable[SkippedLine]) -> list[dict[str, Any]]:
-    return [{"line": s.line, "text": s.text, "why": s.why} for s in sorted(lines, key=lambda s: s.line)]
+def _kernel_line(line: dmesg.KernelLine, number: int) -> pasted.KernelLine:
+    """A kernel line as the format keeps it, numbered as in the paste."""
+    return pasted.KernelLine(line=number, seconds=line.seconds, clock=line.clock, text=line.text)
+
+
+def skipped_records(lines: Iterable[SkippedLine]) -> tuple[pasted.PasteSkipped, ...]:
+    """The lines read past, in file order, as the format keeps them."""
+    return tuple(pasted.PasteSkipped(s.line, s.text, s.why) for s in sorted(lines, key=lambda s: s.line))

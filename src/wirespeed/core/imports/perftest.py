@@ -8,11 +8,13 @@ import dataclasses
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from wirespeed.core.fabric.units import format_size_bytes
 from wirespeed.core.imports.kind import JSON_FORM, TABLE, ImportKind, Table, finite, line_at, num, sizes
 from wirespeed.core.records import figures as checked
+from wirespeed.core.records.typed import JsonRecord
 from wirespeed.core.tools import perftest
 
 _JSON_OPEN = re.compile(r"^[ \t]*\{", re.MULTILINE)
@@ -29,6 +31,56 @@ _JSON_TEST = re.compile(
 )
 
 
+@dataclass(frozen=True)
+class PerftestBwRow(JsonRecord):
+    """One message size of a bandwidth table, Gb/s (null where perftest measured no peak, or the unit is unknown)."""
+
+    size_bytes: int
+    iterations: int
+    bw_peak_gbps: float | None
+    bw_avg_gbps: float | None
+    msg_rate_mpps: float | None
+
+
+@dataclass(frozen=True)
+class PerftestLatRow(JsonRecord):
+    """One message size of a latency table, microseconds one-way."""
+
+    size_bytes: int
+    iterations: int
+    t_min_us: float | None
+    t_max_us: float | None
+    t_typical_us: float | None
+    t_avg_us: float | None
+    t_stdev_us: float | None
+    p99_us: float | None
+    p999_us: float | None
+
+
+@dataclass(frozen=True)
+class Perftest(JsonRecord):
+    """A perftest run (docs/import-format.md, `perftest`): its header and its table, bandwidth or latency rows by
+    `kind`."""
+
+    source_format: str | None
+    test: str | None
+    kind: str | None
+    bidirectional: bool
+    device: str | None
+    link_type: str | None
+    mtu_bytes: int | None
+    gid_index: int | None
+    qps: int | None
+    units_printed: str | None
+    rows: tuple[PerftestBwRow | PerftestLatRow, ...]
+
+    @classmethod
+    def read_as(cls, name: str, hint: Any, data: Mapping[str, Any]) -> Any:
+        if name == "rows":
+            return tuple[PerftestBwRow, ...] if data.get("kind") == "bw" else tuple[PerftestLatRow, ...]
+        return hint
+
+
 def _is_json(text: str) -> bool:
     return _JSON_OPEN.search(text) is not None and _PERFTEST_JSON.search(text) is not None
 
@@ -37,12 +89,17 @@ def _is_text(text: str) -> bool:
     return perftest.looks_like(text)
 
 
-def _rows(rows: list[perftest.BwRow] | list[perftest.LatRow]) -> list[dict[str, Any]]:
+def _rows(rows: list[perftest.BwRow] | list[perftest.LatRow]) -> tuple[PerftestBwRow | PerftestLatRow, ...]:
     """The parser's rows as the import format keeps them: the same names, already unit-named."""
-    return [dataclasses.asdict(r) for r in rows]
+    return tuple(
+        PerftestBwRow(**dataclasses.asdict(r))
+        if isinstance(r, perftest.BwRow)
+        else PerftestLatRow(**dataclasses.asdict(r))
+        for r in rows
+    )
 
 
-def _read_text(text: str) -> dict[str, Any]:
+def _read_text(text: str) -> Perftest:
     try:
         result = perftest.parse_text(text)
     except ValueError as exc:
@@ -51,19 +108,19 @@ def _read_text(text: str) -> dict[str, Any]:
         raise
     bw_rows = [row for row in result.rows if isinstance(row, perftest.BwRow)]
     lat_rows = [row for row in result.rows if isinstance(row, perftest.LatRow)]
-    return {
-        "source_format": "text",
-        "test": result.test,
-        "kind": result.kind,
-        "bidirectional": result.bidirectional,
-        "device": result.device,
-        "link_type": result.link_type,
-        "mtu_bytes": result.mtu,
-        "gid_index": result.gid_index,
-        "qps": result.qps,
-        "units_printed": result.units,
-        "rows": _rows(bw_rows) if result.kind == "bw" else _rows(lat_rows),
-    }
+    return Perftest(
+        source_format="text",
+        test=result.test,
+        kind=result.kind,
+        bidirectional=result.bidirectional,
+        device=result.device,
+        link_type=result.link_type,
+        mtu_bytes=result.mtu,
+        gid_index=result.gid_index,
+        qps=result.qps,
+        units_printed=result.units,
+        rows=_rows(bw_rows) if result.kind == "bw" else _rows(lat_rows),
+    )
 
 
 def _number(value: Any, where: str, line: int) -> float:
@@ -88,7 +145,7 @@ def _json_bw_unit(size_bytes: float, bw_avg: float, rate_mpps: float) -> str | N
     return None
 
 
-def _read_json(text: str) -> dict[str, Any]:
+def _read_json(text: str) -> Perftest:
     """A `--out_json` file (perftest_parameters.c write_test_info_to_file and write_*_report_to_file)."""
     fixed = _TRAILING_COMMA.sub(r"\1", _QOS_SL.sub(r'\1"sl": \2,', text))
     opening = _JSON_OPEN.search(fixed)
@@ -123,92 +180,93 @@ def _read_json(text: str) -> dict[str, Any]:
         rate = _number(results.get("MsgRate", 0.0), "MsgRate", results_line)
         units = _json_bw_unit(size, avg, rate)
         scale = None if units is None else (perftest.MIB_PER_S_TO_GBPS if units == "MiB/sec" else 1.0)
-        rows: list[dict[str, Any]] = [
-            {
-                "size_bytes": size,
-                "iterations": iterations,
-                "bw_peak_gbps": None
-                if scale is None or (peak == 0.0 and avg > 0.0)
-                else checked.rate_gbps(peak * scale, f"line {results_line}: perftest JSON BW_peak"),
-                "bw_avg_gbps": None
-                if scale is None
-                else checked.rate_gbps(avg * scale, f"line {results_line}: perftest JSON BW_average"),
-                "msg_rate_mpps": rate,
-            }
-        ]
+        row: PerftestBwRow | PerftestLatRow = PerftestBwRow(
+            size_bytes=size,
+            iterations=iterations,
+            bw_peak_gbps=None
+            if scale is None or (peak == 0.0 and avg > 0.0)
+            else checked.rate_gbps(peak * scale, f"line {results_line}: perftest JSON BW_peak"),
+            bw_avg_gbps=None
+            if scale is None
+            else checked.rate_gbps(avg * scale, f"line {results_line}: perftest JSON BW_average"),
+            msg_rate_mpps=rate,
+        )
     else:
         units = "usec"
-        rows = [
-            {
-                "size_bytes": size,
-                "iterations": iterations,
-                "t_min_us": _optional_number(results, "t_min", results_line),
-                "t_max_us": _optional_number(results, "t_max", results_line),
-                "t_typical_us": _optional_number(results, "t_typical", results_line),
-                "t_avg_us": _optional_number(results, "t_avg", results_line),
-                "t_stdev_us": _optional_number(results, "t_stdev", results_line),
-                "p99_us": _optional_number(results, "percentile_99", results_line),
-                "p999_us": _optional_number(results, "percentile_99.9", results_line),
-            }
-        ]
+        row = PerftestLatRow(
+            size_bytes=size,
+            iterations=iterations,
+            t_min_us=_optional_number(results, "t_min", results_line),
+            t_max_us=_optional_number(results, "t_max", results_line),
+            t_typical_us=_optional_number(results, "t_typical", results_line),
+            t_avg_us=_optional_number(results, "t_avg", results_line),
+            t_stdev_us=_optional_number(results, "t_stdev", results_line),
+            p99_us=_optional_number(results, "percentile_99", results_line),
+            p999_us=_optional_number(results, "percentile_99.9", results_line),
+        )
 
     def info_int(key: str) -> int | None:
         value = info.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
-    return {
-        "source_format": "json",
-        "test": test,
-        "kind": "bw" if is_bw else "lat",
-        "bidirectional": name is not None and name["bidir"] is not None,
-        "device": info.get("Device") if isinstance(info.get("Device"), str) else None,
-        "link_type": info.get("Link_type") if isinstance(info.get("Link_type"), str) else None,
-        "mtu_bytes": info_int("Mtu"),
-        "gid_index": info_int("GID_index"),
-        "qps": info_int("Number_of_qps"),
-        "units_printed": units,
-        "rows": rows,
-    }
+    return Perftest(
+        source_format="json",
+        test=test,
+        kind="bw" if is_bw else "lat",
+        bidirectional=name is not None and name["bidir"] is not None,
+        device=info.get("Device") if isinstance(info.get("Device"), str) else None,
+        link_type=info.get("Link_type") if isinstance(info.get("Link_type"), str) else None,
+        mtu_bytes=info_int("Mtu"),
+        gid_index=info_int("GID_index"),
+        qps=info_int("Number_of_qps"),
+        units_printed=units,
+        rows=(row,),
+    )
 
 
-def read(text: str) -> dict[str, Any]:
+def read(text: str) -> Perftest:
     return _read_json(text) if _is_json(text) else _read_text(text)
 
 
-def rows(obj: Mapping[str, Any]) -> Table:
-    table = obj["rows"]
+def rows(obj: Perftest) -> Table:
+    table = obj.rows
     out = [
-        ["test", obj["test"] or "-"],
-        ["device", f"{obj['device'] or '-'} ({obj['link_type'] or '?'}, MTU {obj['mtu_bytes'] or '?'} B)"],
+        ["test", obj.test or "-"],
+        ["device", f"{obj.device or '-'} ({obj.link_type or '?'}, MTU {obj.mtu_bytes or '?'} B)"],
         ["sizes", sizes(table)],
     ]
-    if obj["kind"] == "bw":
-        averages = [row for row in table if row["bw_avg_gbps"] is not None]
+    if obj.kind == "bw":
+        bw = [row for row in table if isinstance(row, PerftestBwRow)]
+        averages = [(row.bw_avg_gbps, row.size_bytes) for row in bw if row.bw_avg_gbps is not None]
         if averages:
-            best = max(averages, key=lambda row: row["bw_avg_gbps"])
-            out.append(["BW average", f"{best['bw_avg_gbps']:.2f} Gb/s at {format_size_bytes(best['size_bytes'])}"])
+            best, at = max(averages, key=lambda row: row[0])
+            out.append(["BW average", f"{best:.2f} Gb/s at {format_size_bytes(at)}"])
         else:
             out.append(["BW average", "- (unit not known: perftest JSON without a message rate)"])
-        peaks = [row["bw_peak_gbps"] for row in table if row["bw_peak_gbps"] is not None]
+        peaks = [row.bw_peak_gbps for row in bw if row.bw_peak_gbps is not None]
         out.append(["BW peak", f"{max(peaks):.2f} Gb/s" if peaks else "- (not measured)"])
-        out.append(["bidirectional", "yes" if obj["bidirectional"] else "no"])
+        out.append(["bidirectional", "yes" if obj.bidirectional else "no"])
     else:
         first = table[0]
-        out.append([f"t_typical at {format_size_bytes(first['size_bytes'])}", num(first["t_typical_us"], "us")])
-        out.append([f"t_avg at {format_size_bytes(first['size_bytes'])}", num(first["t_avg_us"], "us")])
-        out.append([f"99.9% at {format_size_bytes(first['size_bytes'])}", num(first["p999_us"], "us")])
+        size = format_size_bytes(first.size_bytes)
+        lat = first if isinstance(first, PerftestLatRow) else PerftestLatRow(first.size_bytes, 0, *[None] * 7)
+        out.append([f"t_typical at {size}", num(lat.t_typical_us, "us")])
+        out.append([f"t_avg at {size}", num(lat.t_avg_us, "us")])
+        out.append([f"99.9% at {size}", num(lat.p999_us, "us")])
     return ["figure", "value"], out
 
 
-def figures(obj: Mapping[str, Any]) -> dict[str, float]:
+def figures(obj: Perftest) -> dict[str, float]:
     """The largest message's rate of a bandwidth test; `-b` is both directions added, named so."""
     found: dict[str, float] = {}
-    if obj.get("kind") == "bw":
-        table = [r for r in obj.get("rows") or [] if isinstance(r, Mapping) and finite(r.get("bw_avg_gbps"))]
+    if obj.kind == "bw":
+        table = [
+            (r.size_bytes, r.bw_avg_gbps) for r in obj.rows if isinstance(r, PerftestBwRow) and finite(r.bw_avg_gbps)
+        ]
         if table:
-            largest = max(table, key=lambda r: r.get("size_bytes") or 0)
-            name = "full_duplex_gbps" if obj.get("bidirectional") else "forward_gbps"
-            found[name] = float(largest["bw_avg_gbps"])
+            _, largest = max(table, key=lambda r: r[0])
+            name = "full_duplex_gbps" if obj.bidirectional else "forward_gbps"
+            found[name] = float(largest or 0.0)
     return found
 
 
@@ -216,6 +274,7 @@ KIND = ImportKind(
     tool="perftest",
     names="perftest",
     marks=((JSON_FORM + 1, _is_json), (TABLE, _is_text)),
+    body=Perftest,
     read=read,
     rows=rows,
     figures=figures,

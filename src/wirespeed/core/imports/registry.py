@@ -5,11 +5,12 @@ new kind is its module plus one line here, and a test may swap the tuple. Pure."
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from wirespeed.core.imports import ethtool_stats, iperf3, nccl_tests, perftest, rdma_tools
 from wirespeed.core.imports.kind import ImportKind
 
-KINDS: tuple[ImportKind, ...] = (
+KINDS: tuple[ImportKind[Any], ...] = (
     nccl_tests.KIND,
     perftest.KIND,
     iperf3.KIND,
@@ -41,17 +42,17 @@ def known_tools() -> str:
     return ", ".join([*(kind.names for kind in KINDS), PASTE_NAMES])
 
 
-def kind_of(tool: object) -> ImportKind | None:
+def kind_of(tool: object) -> ImportKind[Any] | None:
     """The kind whose `tool` value this is; None for a pasted output, `paste`, or a value no kind writes."""
     return next((kind for kind in KINDS if kind.tool == tool), None)
 
 
-def _marks() -> list[tuple[int, Callable[[str], bool], ImportKind]]:
+def _marks() -> list[tuple[int, Callable[[str], bool], ImportKind[Any]]]:
     """Every kind's marks, the most particular first; equal ranks go in KINDS order (sorted() keeps it)."""
     return sorted(((rank, looks, kind) for kind in KINDS for rank, looks in kind.marks), key=lambda mark: mark[0])
 
 
-def detect_kind(text: str) -> ImportKind | None:
+def detect_kind(text: str) -> ImportKind[Any] | None:
     """The kind whose output `text` is, from its content (never its file name: people name logs `out.txt`); None
     when it is no kind's. Where two could match, the lower rank wins (kind.py's JSON_FORM .. BARE). Only the first
     DETECT_CHARS (to the end of a line) are looked at, so a huge file costs no more to tell."""

@@ -93,7 +93,7 @@ class RunReport:
             "checks": None if self.checks is None else self.checks.to_json(),
             "discovery": None if self.discovery is None else self.discovery.to_json(),
             "environment": [{"node": e.node, "component": e.component, "version": e.version} for e in self.environment],
-            "imported": [{"name": i.name, **i.data} for i in self.run.imported],
+            "imported": [{"name": i.name, **i.data.to_json()} for i in self.run.imported],
             "timeline": {
                 "spans": [{"rung": s.rung, "start_s": s.start_s, "end_s": s.end_s} for s in t.spans],
                 "counter_sources": sorted(t.sources),

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from wirespeed.core.imports.record import ImportObject
 from wirespeed.core.records.decode import Damaged, Fields, Figures
 from wirespeed.core.records.matrix import MatrixResult
 from wirespeed.core.records.options import RunOptions
@@ -154,7 +155,7 @@ class ImportedFile:
     """A tool output someone saved and `wirespeed import --into` put beside the run: evidence, never a rung."""
 
     name: str  # under the run's imported/
-    data: Mapping[str, Any]  # the import object (docs/import-format.md)
+    data: ImportObject  # the import object (docs/import-format.md), typed
 
 
 @dataclass(frozen=True)
