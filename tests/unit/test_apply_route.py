@@ -10,7 +10,8 @@ from collections.abc import Sequence
 import pytest
 
 from wirespeed.adapters.process import ProcessOutcome
-from wirespeed.core.fixplan import Operation, undo_of
+from wirespeed.core.fixplan import Operation
+from wirespeed.core.records.fixrecord import undo_changes
 from wirespeed.engine import apply
 
 DST = "198.19.4.0/24"
@@ -50,10 +51,10 @@ def fake_ip(monkeypatch: pytest.MonkeyPatch) -> FakeIp:
 def test_a_new_route_is_added_and_its_undo_removes_it(fake_ip: FakeIp) -> None:
     op = Operation("route", DST, "via 198.19.0.2 dev enp1s0f0np0", "ring.routes", network=True)
     (done,) = apply.apply_all([op])
-    assert done["ok"] and done["original"] == ""
+    assert done.ok and done.original == ""
     assert fake_ip.table[DST] == {"gateway": "198.19.0.2", "dev": "enp1s0f0np0"}
     assert apply.observe(op) == "via 198.19.0.2 dev enp1s0f0np0"
-    (undo,) = apply.undo_ops([done])
+    (undo,) = undo_changes([done])
     assert undo == Operation("route", DST, "", "revert", True)
     apply.apply_one(undo)
     assert DST not in fake_ip.table
@@ -65,8 +66,8 @@ def test_a_different_route_is_replaced_and_put_back(fake_ip: FakeIp) -> None:
     fake_ip.table[DST] = {"gateway": "198.19.6.4", "dev": "enp1s0f1np1"}
     op = Operation("route", DST, "via 198.19.0.2 dev enp1s0f0np0", "ring.routes", network=True)
     (done,) = apply.apply_all([op])
-    assert done["original"] == "via 198.19.6.4 dev enp1s0f1np1"
-    apply.apply_one(undo_of(done["op"], done["original"]))
+    assert done.original == "via 198.19.6.4 dev enp1s0f1np1"
+    apply.apply_one(done.undo())
     assert fake_ip.table[DST] == {"gateway": "198.19.6.4", "dev": "enp1s0f1np1"}
 
 
@@ -74,11 +75,11 @@ def test_a_route_already_there_is_left_alone(fake_ip: FakeIp) -> None:
     fake_ip.table[DST] = {"gateway": "198.19.0.2", "dev": "enp1s0f0np0"}
     op = Operation("route", DST, "via 198.19.0.2 dev enp1s0f0np0", "ring.routes", network=True)
     (done,) = apply.apply_all([op])
-    assert done["ok"] and apply.undo_ops([done]) == []
+    assert done.ok and undo_changes([done]) == []
     assert not [c for c in fake_ip.calls if c[:3] == ["ip", "route", "replace"]]
 
 
 def test_a_malformed_route_is_refused_before_ip_runs(fake_ip: FakeIp) -> None:
     (done,) = apply.apply_all([Operation("route", DST, "via 198.19.0.2 dev eth0 table 9", "x")])
-    assert not done["ok"] and "not 'via GATEWAY dev IFACE'" in done["error"]
+    assert not done.ok and "not 'via GATEWAY dev IFACE'" in str(done.error)
     assert not [c for c in fake_ip.calls if c[:3] == ["ip", "route", "replace"]]

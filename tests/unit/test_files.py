@@ -20,6 +20,7 @@ from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
 from wirespeed.core.cluster.inventory import parse_cluster_toml
 from wirespeed.core.errors import InventoryError, WirespeedError
+from wirespeed.core.records.fixrecord import RevertRecord
 from wirespeed.core.records.nesting import MAX_DEPTH, json_depth, toml_depth
 from wirespeed.core.records.options import RunOptions
 from wirespeed.core.records.run import NodeRef, RunRecord
@@ -113,13 +114,13 @@ def test_a_link_planted_at_the_temporary_name_is_never_written_through(
 def test_the_fix_record_is_never_written_through_a_link_at_its_tmp(tmp_path: Path, outside: Path) -> None:
     record = tmp_path / "R"
     (tmp_path / "R.tmp").symlink_to(outside)  # where the record's temporary used to be
-    fix._save(record, {"state": "done", "nodes": {}})
+    fix._save(record, RevertRecord({}, state="done"))
     assert json.loads(record.read_text())["state"] == "done"
     untouched(outside)
     record.unlink()
     record.symlink_to(outside)
     with pytest.raises(WirespeedError):
-        fix._save(record, {"state": "done", "nodes": {}})
+        fix._save(record, RevertRecord({}, state="done"))
     untouched(outside)
 
 

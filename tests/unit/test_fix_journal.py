@@ -17,8 +17,10 @@ from typing import Any
 import pytest
 
 from wirespeed.core.errors import UsageError
+from wirespeed.core.fabric.facts import to_jsonable
 from wirespeed.core.fixplan import Operation
 from wirespeed.core.records.fixrecord import AppliedChange, RevertRecord
+from wirespeed.core.records.journal import Journal, JournalSummary, QueryReply
 from wirespeed.engine import fixjournal
 from wirespeed.engine.fix import NodeOutcome, _from_record, write_record
 
@@ -47,7 +49,13 @@ def until(what: Callable[[], bool], timeout_s: float = 15.0) -> None:
 
 def state(token: str) -> str | None:
     journal = fixjournal.read(fixjournal.journal_path(token))
-    return None if journal is None else str(journal["state"])
+    return None if journal is None else journal.state
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The journal as it is on disk."""
+    journal = fixjournal.read(path)
+    return None if journal is None else journal.to_json()
 
 
 def original(root: Path) -> bool:
@@ -58,8 +66,8 @@ def original(root: Path) -> bool:
 
 
 def test_a_confirmed_fix_stays_and_its_journal_says_so(root: Path) -> None:
-    answer = fixjournal.apply_journaled("n1-a", ops(), 0.5)
-    journal = fixjournal.read(Path(answer["journal"]))
+    answer = fixjournal.apply_journaled("n1-a", ops(), 0.5).to_json()
+    journal = read_json(Path(answer["journal"]))
     assert journal is not None and journal["state"] == "applied"
     assert {e["op"]["target"]: e["original"] for e in journal["entries"]} == {TCP: None, CX7: "# the node's own\n"}
     directory = root / "var/lib/wirespeed/fix-journal"
@@ -68,7 +76,7 @@ def test_a_confirmed_fix_stays_and_its_journal_says_so(root: Path) -> None:
     fixjournal.confirm("n1-a")  # a retried confirmation is fine
     until(lambda: not Path(f"/proc/{answer['timer']}").exists() or b"rollback-timer" not in _cmdline(answer["timer"]))
     assert state("n1-a") == "confirmed" and (root / "etc/netplan/40-cx7.yaml").read_text() == "new\n"
-    assert fixjournal.query()["latest"]["token"] == "n1-a"
+    assert fixjournal.query().to_json()["latest"]["token"] == "n1-a"
 
 
 def _cmdline(pid: int) -> bytes:
@@ -85,7 +93,7 @@ def test_an_unconfirmed_fix_is_restored_by_its_timer_and_a_late_confirm_is_refus
     assert original(root)
     with pytest.raises(fixjournal.TooLate):
         fixjournal.confirm("n1-b")
-    assert fixjournal.query()["latest"] is None  # a rolled-back fix changed nothing: nothing to revert
+    assert fixjournal.query().to_json()["latest"] is None  # a rolled-back fix changed nothing: nothing to revert
 
 
 def test_an_apply_killed_half_way_is_restored_at_once(root: Path) -> None:
@@ -93,7 +101,7 @@ def test_an_apply_killed_half_way_is_restored_at_once(root: Path) -> None:
     argv += ["--pause-after", "1", "--ops", json.dumps([op.to_json() for op in ops()])]
     agent = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
     try:
-        until(lambda: (fixjournal.read(fixjournal.journal_path("n1-c")) or {}).get("paused") is True)
+        until(lambda: (read_json(fixjournal.journal_path("n1-c")) or {}).get("paused") is True)
         assert (root / "etc/sysctl.d/90-wirespeed.conf").exists()  # half applied: the first file only
     finally:
         agent.send_signal(signal.SIGKILL)
@@ -121,27 +129,27 @@ def test_a_temporary_left_by_a_killed_write_goes_with_the_restore(root: Path) ->
 
 
 def test_an_orphaned_journal_is_restored_by_the_next_query(root: Path) -> None:
-    answer = fixjournal.apply_journaled("n1-d", ops(), 30)
+    answer = fixjournal.apply_journaled("n1-d", ops(), 30).to_json()
     os.kill(answer["timer"], signal.SIGKILL)  # as a reboot would
     until(lambda: b"rollback-timer" not in _cmdline(answer["timer"]))
-    assert fixjournal.query()["states"] == {"n1-d": "rolledback"} and original(root)
+    assert fixjournal.query().to_json()["states"] == {"n1-d": "rolledback"} and original(root)
 
 
 def test_a_journal_left_by_a_dead_timer_is_reported_pending_without_restoring_it(root: Path) -> None:
-    answer = fixjournal.apply_journaled("n1-p", ops(), 30)
-    [waiting] = fixjournal.pending()
+    answer = fixjournal.apply_journaled("n1-p", ops(), 30).to_json()
+    [waiting] = [to_jsonable(p) for p in fixjournal.pending()]
     assert waiting["token"] == "n1-p" and waiting["state"] == "applied" and waiting["timer_alive"] is True
     assert waiting["overdue_s"] is not None and waiting["overdue_s"] < 0  # its deadline is still ahead
     os.kill(answer["timer"], signal.SIGKILL)
     until(lambda: b"rollback-timer" not in _cmdline(answer["timer"]))
-    [left] = fixjournal.pending()
+    [left] = [to_jsonable(p) for p in fixjournal.pending()]
     assert left["timer_alive"] is False and not original(root)  # named, and nothing restored by reading it
     fixjournal.query()
     assert fixjournal.pending() == [] and original(root)
 
 
 def test_journals_are_ordered_by_their_sequence_not_the_wall_clock(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    first = fixjournal.apply_journaled("n1-s1", ops(), 5)
+    first = fixjournal.apply_journaled("n1-s1", ops(), 5).to_json()
     fixjournal.confirm("n1-s1")
     real = time.time
     monkeypatch.setattr(fixjournal.time, "time", lambda: real() - 3600)  # the node's clock stepped back an hour
@@ -149,28 +157,28 @@ def test_journals_are_ordered_by_their_sequence_not_the_wall_clock(root: Path, m
     fixjournal.apply_journaled("n1-s2", undo, 5, kind="revert", reverts="n1-s1")
     fixjournal.confirm("n1-s2")
     monkeypatch.setattr(fixjournal.time, "time", real)
-    again = fixjournal.apply_journaled("n1-s3", ops(), 5)
+    again = fixjournal.apply_journaled("n1-s3", ops(), 5).to_json()
     fixjournal.confirm("n1-s3")
-    journals = fixjournal._journals(root / "var/lib/wirespeed/fix-journal")
+    journals = [(p, j.to_json()) for p, j in fixjournal._journals(root / "var/lib/wirespeed/fix-journal")]
     assert [j["token"] for _, j in journals] == ["n1-s1", "n1-s2", "n1-s3"]
     assert [j["seq"] for _, j in journals] == [1, 2, 3]
-    assert fixjournal.query()["latest"]["token"] == "n1-s3"  # the live confirmed fix, whatever the clocks said
+    assert fixjournal.query().to_json()["latest"]["token"] == "n1-s3"  # the live confirmed fix, clocks aside
     assert first["token"] and again["token"]
 
 
 def test_nothing_to_change_writes_no_journal(root: Path) -> None:
-    answer = fixjournal.apply_journaled("n1-e", [Operation("file", CX7, "# the node's own\n", "x")], 0.5)
-    assert answer["token"] is None and answer["timer"] is None and fixjournal.query()["states"] == {}
+    answer = fixjournal.apply_journaled("n1-e", [Operation("file", CX7, "# the node's own\n", "x")], 0.5).to_json()
+    assert answer["token"] is None and answer["timer"] is None and fixjournal.query().to_json()["states"] == {}
 
 
 def test_a_confirmed_revert_marks_the_fix_it_undid(root: Path) -> None:
-    fix = fixjournal.apply_journaled("n1-f", ops(), 5)
+    fix = fixjournal.apply_journaled("n1-f", ops(), 5).to_json()
     fixjournal.confirm("n1-f")
     undo = [Operation("unlink", TCP, "", "revert"), Operation("file", CX7, "# the node's own\n", "revert")]
     fixjournal.apply_journaled("n1-g", undo, 5, kind="revert", reverts="n1-f")
     fixjournal.confirm("n1-g")
-    assert original(root) and fixjournal.query()["states"] == {"n1-f": "reverted", "n1-g": "confirmed"}
-    assert fixjournal.query()["latest"] is None  # the last thing done there was a revert
+    assert original(root) and fixjournal.query().to_json()["states"] == {"n1-f": "reverted", "n1-g": "confirmed"}
+    assert fixjournal.query().to_json()["latest"] is None  # the last thing done there was a revert
     assert fix["applied"][0]["original"] is None
 
 
@@ -180,8 +188,8 @@ def test_bad_tokens_are_refused_in_one_line(token: str) -> None:
         fixjournal.check_token(token)
 
 
-def journal(token: str, kind: str, state: str) -> dict[str, Any]:
-    return {"token": token, "kind": kind, "state": state}
+def journal(token: str, kind: str, state: str) -> Journal:
+    return Journal(token, kind, state)
 
 
 def test_the_latest_effective_journal_skips_rolled_back_ones() -> None:
@@ -240,9 +248,11 @@ def test_revert_with_a_record_leaves_the_nodes_it_does_not_cover(
 
     record = tmp_path / "fix.json"
     write_record(record, [NodeOutcome("s1", applied=[CHANGE], token="s1-b")])
-    latest = {n: {"token": f"{n}-a", "applied": [ENTRY], "created_utc": "earlier"} for n in ("s1", "s2")}
+    latest = {
+        n: JournalSummary(f"{n}-a", "fix", "confirmed", created_utc="earlier", applied=(CHANGE,)) for n in ("s1", "s2")
+    }
     states = {"s1-a": "confirmed", "s1-b": "confirmed", "s2-a": "confirmed"}
-    answers = {n: ({"states": states, "latest": latest[n]}, "") for n in ("s1", "s2")}
+    answers = {n: (QueryReply("/var/lib/wirespeed/fix-journal", states, latest[n]), "") for n in ("s1", "s2")}
     monkeypatch.setattr(fixing, "_agent", lambda remote, node, *args, **kw: answers[node.name])
 
     class Remote:

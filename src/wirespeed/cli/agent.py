@@ -188,7 +188,7 @@ def agent_apply(
         raise UsageError(f"--ops: not a list of operations ({exc})") from None
     fixjournal.check_token(token)
     answer = fixjournal.apply_journaled(token, ops, rollback_after, kind=kind, reverts=reverts, pause_after=pause_after)
-    ctx.output(True).data(answer)
+    ctx.output(True).data(answer.to_json())
 
 
 @agent.command("confirm")
@@ -207,7 +207,7 @@ def agent_rollback(ctx: Ctx, token: str) -> None:
     """Restore what a fix not yet confirmed changed, now (the controller gives up on it)."""
     from wirespeed.engine import fixjournal
 
-    ctx.output(True).data(fixjournal.rollback(fixjournal.check_token(token)))
+    ctx.output(True).data(fixjournal.rollback(fixjournal.check_token(token)).to_json())
 
 
 @agent.command("fix-journal")
@@ -217,7 +217,7 @@ def agent_fix_journal(ctx: Ctx, settle: bool) -> None:
     """Print, as JSON, the state of each of this node's fix journals and the latest fix `fix --revert` would undo."""
     from wirespeed.engine import fixjournal
 
-    ctx.output(True).data(fixjournal.query(settle=settle))
+    ctx.output(True).data(fixjournal.query(settle=settle).to_json())
 
 
 @agent.command("rollback-timer", hidden=True)

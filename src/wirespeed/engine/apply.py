@@ -6,12 +6,12 @@ from __future__ import annotations
 import errno
 import json
 from pathlib import Path
-from typing import Any
 
 from wirespeed.adapters import files
 from wirespeed.adapters.configroot import system_path
 from wirespeed.adapters.process import run_process
-from wirespeed.core.fixplan import NETPLAN_DIR, Operation, check_route, undo_of
+from wirespeed.core.fixplan import NETPLAN_DIR, Operation, check_route
+from wirespeed.core.records.fixrecord import AppliedChange
 
 
 def _sysctl_path(key: str) -> Path:
@@ -105,26 +105,17 @@ def apply_one(op: Operation) -> None:
         _ip(["ip", "link", "set", "dev", op.target, *(["mtu", op.value] if op.kind == "mtu" else [op.value])])
 
 
-def apply_all(ops: list[Operation]) -> list[dict[str, Any]]:
-    """Apply in order; each entry says what was there before, so the controller can record the undo."""
-    done: list[dict[str, Any]] = []
+def apply_all(ops: list[Operation]) -> list[AppliedChange]:
+    """Apply in order; each change says what was there before (what restores it: `AppliedChange.undo`)."""
+    done: list[AppliedChange] = []
     for op in ops:
-        entry: dict[str, Any] = {"op": op.to_json(), "original": None, "ok": False, "error": None}
+        original: str | None = None
         try:
-            entry["original"] = observe(op)
-            if entry["original"] != op.value:
+            original = observe(op)
+            if original != op.value:
                 apply_one(op)
-            entry["ok"] = True
         except (OSError, ValueError) as exc:
-            entry["error"] = getattr(exc, "strerror", None) or str(exc)
-        done.append(entry)
+            done.append(AppliedChange(op, original, False, getattr(exc, "strerror", None) or str(exc)))
+        else:
+            done.append(AppliedChange(op, original, True))
     return done
-
-
-def undo_ops(done: list[dict[str, Any]]) -> list[Operation]:
-    """The operations that restore what `apply_all` replaced, in reverse order."""
-    return [
-        undo_of(entry["op"], entry["original"])
-        for entry in reversed(done)
-        if entry["ok"] and entry["original"] != entry["op"]["value"]
-    ]

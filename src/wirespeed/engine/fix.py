@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from wirespeed.adapters import files
 from wirespeed.adapters.ssh import SshTransport, Transport
@@ -37,11 +37,19 @@ from wirespeed.core.cluster.become import HOW
 from wirespeed.core.cluster.inventory import Node
 from wirespeed.core.errors import WirespeedError
 from wirespeed.core.fabric.facts import NodeFacts
-from wirespeed.core.fixplan import FixPlan, Operation, plan_nodes, undo_of
-from wirespeed.core.records.fixrecord import AppliedChange, NodeFixResult, RevertRecord
+from wirespeed.core.fixplan import FixPlan, Operation, plan_nodes
+from wirespeed.core.records.fixrecord import AppliedChange, NodeFixResult, RevertRecord, undo_changes
+from wirespeed.core.records.journal import (
+    APPLIED,
+    CONFIRMED,
+    REVERTED,
+    ROLLEDBACK,
+    ApplyReply,
+    JournalSummary,
+    QueryReply,
+)
 from wirespeed.engine import checks as checking
 from wirespeed.engine import discover, init
-from wirespeed.engine.fixjournal import APPLIED, CONFIRMED, REVERTED, ROLLEDBACK
 from wirespeed.engine.remote import Remote
 
 MAX_RECORD_BYTES = 16 * 2**20  # a fix record is kilobytes
@@ -155,16 +163,44 @@ class NodeOutcome:
         return self.record().failures()
 
 
-def _agent(remote: Remote, node: Node, *args: str, timeout_s: float = 20.0) -> tuple[dict[str, Any] | None, str]:
-    """One agent command about the fix journal, privileged: its JSON answer (or None) and its one-line failure."""
+Reply = TypeVar("Reply", QueryReply, JournalSummary)
+
+
+class BadReply(WirespeedError):
+    """An agent's answer about the fix journal that is JSON but not the record it should be: one line naming the node
+    and the field."""
+
+    def __init__(self, node: str, detail: str) -> None:
+        super().__init__(f"{node}: {detail}")
+        self.node, self.detail = node, detail
+
+
+def _agent(
+    remote: Remote, node: Node, read: Callable[[Any, str], Reply], *args: str, timeout_s: float = 20.0
+) -> tuple[Reply | None, str]:
+    """One agent command about the fix journal, privileged: its answer read by `read` (a reply's `from_json`), or
+    None and its one-line failure. An answer that is JSON but not that reply raises `BadReply`."""
     result = remote.run(node, [*remote.agent_argv(node), "agent", *args], timeout_s=timeout_s, privileged=True)
     if not result.ok:
         return None, result.message
     try:
-        data = json.loads(result.stdout) if result.stdout.strip() else {}
+        data = json.loads(result.stdout)
     except ValueError:
         return None, f"{node.name}: the agent did not answer in JSON"
-    return (data if isinstance(data, dict) else None), ""
+    try:
+        return read(data, f"agent {args[0]}"), ""
+    except ValueError as exc:
+        raise BadReply(node.name, str(exc)) from None
+
+
+def _ask(
+    remote: Remote, node: Node, read: Callable[[Any, str], Reply], *args: str, timeout_s: float = 20.0
+) -> Reply | None:
+    """`_agent`'s answer where any failure (the node, the answer) only means that there is none."""
+    try:
+        return _agent(remote, node, read, *args, timeout_s=timeout_s)[0]
+    except BadReply:
+        return None
 
 
 def _apply_on(
@@ -183,11 +219,17 @@ def _apply_on(
         return outcome
     try:
         data = json.loads(result.stdout)
-        outcome.applied = [AppliedChange.from_json(e, f"{node_name}: applied") for e in data["applied"]]
-        outcome.token = data.get("token")
-    except (ValueError, KeyError, TypeError):
+    except ValueError:
         outcome.error = f"{node_name}: the agent did not answer in JSON"
         outcome.token = token
+        return outcome
+    try:
+        reply = ApplyReply.from_json(data, f"{node_name}: agent apply")
+    except ValueError as exc:  # one line naming the node and the field
+        outcome.error = str(exc)
+        outcome.token = token
+        return outcome
+    outcome.applied, outcome.token = list(reply.applied), reply.token
     return outcome
 
 
@@ -196,8 +238,8 @@ def _await(remote: Remote, outcome: NodeOutcome, rollback_s: float) -> None:
     node = remote.cluster.node(outcome.node)
     deadline = time.monotonic() + rollback_s + 15.0
     while time.monotonic() < deadline:
-        data, _ = _agent(remote, node, "fix-journal", timeout_s=10)
-        state = (data or {}).get("states", {}).get(outcome.token)
+        data = _ask(remote, node, QueryReply.from_json, "fix-journal", timeout_s=10)
+        state = None if data is None or outcome.token is None else data.states.get(outcome.token)
         if state == CONFIRMED:
             outcome.confirmed, outcome.rolled_back = True, False
             return
@@ -242,11 +284,12 @@ def _abort(remote: Remote, outcome: NodeOutcome, rollback_s: float, why: str) ->
     """Restore now: the fix is not confirmed anywhere. A node whose apply failed may have journalled (and changed)
     part of it: it is told too, and its error stays what it reports."""
     assert outcome.token is not None
-    data, _ = _agent(remote, remote.cluster.node(outcome.node), "rollback", "--token", outcome.token)
+    node = remote.cluster.node(outcome.node)
+    data = _ask(remote, node, JournalSummary.from_json, "rollback", "--token", outcome.token)
     if outcome.error:
         return
     outcome.why = why
-    if data is not None and data.get("state") == ROLLEDBACK:
+    if data is not None and data.state == ROLLEDBACK:
         outcome.confirmed, outcome.rolled_back = False, True
     else:
         _await(remote, outcome, rollback_s)
@@ -322,8 +365,8 @@ def _lost(remote: Remote, pending: list[NodeOutcome]) -> list[str]:
     fresh = fresh_connections(remote)
 
     def answers(outcome: NodeOutcome) -> bool:
-        data, _ = _agent(fresh, fresh.cluster.node(outcome.node), "fix-journal", timeout_s=20)
-        return data is not None and (data.get("states") or {}).get(outcome.token) == APPLIED
+        data = _ask(fresh, fresh.cluster.node(outcome.node), QueryReply.from_json, "fix-journal", timeout_s=20)
+        return data is not None and outcome.token is not None and data.states.get(outcome.token) == APPLIED
 
     with ThreadPoolExecutor(max_workers=min(16, len(pending))) as pool:
         return [o.node for o, ok in zip(pending, pool.map(answers, pending), strict=True) if not ok]
@@ -350,7 +393,7 @@ def write_record(path: Path, outcomes: list[NodeOutcome], *, confirmed: bool = T
     if not any(nodes.values()):
         if earlier is not None and earlier.state == "unconfirmed" and confirmed:
             # nothing of this fix stayed: the one before it is the last again
-            _save(path, None if earlier.previous is None else earlier.previous.to_json())
+            _save(path, earlier.previous)
         if path.exists():
             return
     if earlier is not None and earlier.state == "unconfirmed":
@@ -362,16 +405,16 @@ def write_record(path: Path, outcomes: list[NodeOutcome], *, confirmed: bool = T
         time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         None if earlier is None else dataclasses.replace(earlier, previous=None),
     )
-    _save(path, record.to_json())
+    _save(path, record)
 
 
-def _save(path: Path, data: dict[str, Any] | None) -> None:
-    if data is None:
+def _save(path: Path, record: RevertRecord | None) -> None:
+    if record is None:
         path.unlink(missing_ok=True)
         return
     # Written new beside it, fsynced and renamed over it: a link planted at the record (or at a temporary's name)
     # is never written through, and a full disk is one line saying the earlier record is kept.
-    files.write_atomic(files.ensure_dir(path.parent) / path.name, json.dumps(data, indent=2) + "\n")
+    files.write_atomic(files.ensure_dir(path.parent) / path.name, json.dumps(record.to_json(), indent=2) + "\n")
 
 
 def _load(path: Path) -> RevertRecord:
@@ -385,10 +428,6 @@ def _load(path: Path) -> RevertRecord:
         return RevertRecord.from_json(data, str(path))
     except ValueError as exc:
         raise WirespeedError(f"unreadable fix record: {exc}") from None
-
-
-def _undo(changes: Sequence[AppliedChange]) -> list[Operation]:
-    return [undo_of(c.op.to_json(), c.original) for c in reversed(changes)]
 
 
 def _from_record(
@@ -409,17 +448,16 @@ def _from_record(
         return "its last fix was rolled back" if state == ROLLEDBACK else "its last fix did not stay there"
     if state == REVERTED:
         return "its last fix was reverted already"
-    ops = _undo(record.nodes.get(node, ()))
+    ops = undo_changes(record.nodes.get(node, ()))
     return (ops, f"the record {where}", token) if ops else "its last fix changed nothing"
 
 
-def _journal_changes(node: str, latest: Mapping[str, Any]) -> list[AppliedChange]:
-    """The changes a node's latest confirmed journal says it made (what it observed replacing)."""
+def _query(remote: Remote, node: Node) -> tuple[QueryReply | None, str]:
+    """`agent fix-journal --settle` on the node; an answer that is not one is one line naming the node and the field."""
     try:
-        changes = [AppliedChange.from_json(e, f"{node}: journal {latest.get('token')}") for e in latest["applied"]]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise WirespeedError(f"{node}: unreadable fix journal: {exc}") from None
-    return [c for c in changes if c.original != c.op.value]
+        return _agent(remote, node, QueryReply.from_json, "fix-journal", "--settle", timeout_s=700)
+    except BadReply as exc:
+        raise WirespeedError(f"{exc.node}: unreadable fix journal: {exc.detail}") from None
 
 
 def plan_revert(remote: Remote, record_path: Path, say: Say) -> FixPlan:
@@ -433,25 +471,25 @@ def plan_revert(remote: Remote, record_path: Path, say: Say) -> FixPlan:
     for name in record.nodes if record is not None else ():
         remote.cluster.node(name)  # a record of another cluster: one line naming the node
     with ThreadPoolExecutor(max_workers=min(16, len(nodes)) or 1) as pool:
-        answers = list(pool.map(lambda n: _agent(remote, n, "fix-journal", "--settle", timeout_s=700), nodes))
+        answers = list(pool.map(lambda n: _query(remote, n), nodes))
     made = FixPlan({})
     for node, (data, failure) in zip(nodes, answers, strict=True):
         if data is None:
             say(f"{node.name}: its fix journal could not be read: {failure}")
-        states = (data or {}).get("states") or {}
+        states = {} if data is None else data.states
         found = _from_record(record, where, node.name, states)
         if isinstance(found, tuple):
             made.operations[node.name], made.sources[node.name], token = found
             if token and states.get(token) == CONFIRMED:
                 made.reverts[node.name] = token
             continue
-        latest = (data or {}).get("latest")
+        latest = None if data is None else data.latest
         if found is None and latest and record is None:  # no record: each node's own last fix
-            ops = _undo(_journal_changes(node.name, latest))
+            ops = undo_changes(latest.applied)  # what its latest confirmed journal observed replacing
             if ops:
                 made.operations[node.name] = ops
-                made.sources[node.name] = f"its journal {latest['token']} (fix of {latest.get('created_utc')})"
-                made.reverts[node.name] = latest["token"]
+                made.sources[node.name] = f"its journal {latest.token} (fix of {latest.created_utc})"
+                made.reverts[node.name] = latest.token
                 continue
         if found is None and record is not None:  # the last fix did not change it: an earlier one stays
             found = f"the fix {where} records did not change it"

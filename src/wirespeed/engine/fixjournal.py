@@ -21,6 +21,11 @@ holds it while it changes things, so the timer and confirm only ever see a journ
 an `applying` journal seen under the lock is one whose apply died (its controller was killed, say), and is restored
 at once. A journal left unresolved by a timer that died (a reboot) is restored by the next `agent apply`,
 `agent fix-journal` or `agent rollback` on that node.
+
+The journal, its entries and what the agent answers about them are records (`core/records/journal.py`): `Journal`
+on disk (format 1), and `ApplyReply`, `JournalSummary` and `QueryReply`, which the agent prints with `to_json()`
+and the controller (`engine/fix.py`) reads with `from_json()`. A journal not resolved yet is the node's facts'
+`PendingFix`.
 """
 
 from __future__ import annotations
@@ -34,20 +39,31 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from wirespeed.adapters import files
 from wirespeed.adapters.configroot import system_path
 from wirespeed.adapters.process import detach
 from wirespeed.core.errors import UsageError, WirespeedError
-from wirespeed.core.fixplan import Operation, operation_from_json, undo_of
+from wirespeed.core.fabric.facts import PendingFix
+from wirespeed.core.fixplan import Operation
+from wirespeed.core.records.fixrecord import undo_changes
+from wirespeed.core.records.journal import (
+    APPLIED,
+    APPLYING,
+    CONFIRMED,
+    FORMAT,
+    REVERTED,
+    ROLLEDBACK,
+    ROLLINGBACK,
+    ApplyReply,
+    Journal,
+    JournalEntry,
+    JournalSummary,
+    QueryReply,
+)
 from wirespeed.engine import apply
 
 JOURNAL_DIR = "/var/lib/wirespeed/fix-journal"
-FORMAT = 1
-APPLYING, APPLIED, CONFIRMED = "applying", "applied", "confirmed"
-ROLLINGBACK, ROLLEDBACK, REVERTED = "rollingback", "rolledback", "reverted"
-UNRESOLVED = (APPLYING, APPLIED, ROLLINGBACK)
 KINDS = ("fix", "revert")
 KEEP = 20  # resolved journals kept per node (the newest); older ones are removed
 SETTLE_GRACE_S = 10.0  # how long past its deadline a query waits for a live timer to decide
@@ -98,94 +114,90 @@ def locked(directory: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def write(path: Path, data: dict[str, Any]) -> None:
+def write(path: Path, journal: Journal) -> None:
     """Atomically and durably: a temporary file, fsynced, renamed over the journal, the directory fsynced."""
     try:  # a new temporary (O_EXCL|O_NOFOLLOW), fsynced, renamed over the journal: never through a planted link
-        files.write_atomic(path, json.dumps(data, indent=1) + "\n", chmod=0o600)
+        files.write_atomic(path, json.dumps(journal.to_json(), indent=1) + "\n", chmod=0o600)
     except files.Unwritable as exc:  # before any change: nothing is applied; after: the timer restores from the last
         raise WirespeedError(f"the fix journal: {exc.message}") from None
 
 
-def read(path: Path) -> dict[str, Any] | None:
+def read(path: Path) -> Journal | None:
     """The journal, or None when there is none (or it is not one: a journal is never half written)."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) and data.get("format") == FORMAT else None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return None
+    try:
+        return Journal.from_json(data, str(path))
+    except ValueError:
+        return None
 
 
 def _utc() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def _set_state(path: Path, journal: dict[str, Any], state: str) -> None:
-    journal["state"] = state
-    journal.setdefault("history", []).append([state, _utc()])
+def _why(exc: OSError | ValueError) -> str:
+    return getattr(exc, "strerror", None) or str(exc)
+
+
+def _set_state(path: Path, journal: Journal, state: str) -> None:
+    journal.mark(state, _utc())
     write(path, journal)
 
 
-def restore_ops(journal: dict[str, Any]) -> list[Operation]:
+def restore_ops(journal: Journal) -> list[Operation]:
     """What puts back every value and file the journal saw before its changes, last change first. Every observed
     entry counts, applied or not: an apply that died (or failed) half way may have changed it."""
-    return [
-        undo_of(entry["op"], entry["original"])
-        for entry in reversed(journal.get("entries", []))
-        if entry.get("observed") and entry["original"] != entry["op"]["value"]
-    ]
+    return undo_changes([entry.change() for entry in journal.changes()])
 
 
-def _restore(path: Path, journal: dict[str, Any]) -> None:
+def _restore(path: Path, journal: Journal) -> None:
     """Under the lock: mark, restore, mark. Restoring twice is harmless (each value is set to the old one)."""
     _set_state(path, journal, ROLLINGBACK)
     done = apply.apply_all(restore_ops(journal))
-    journal["restore_errors"] = [f"{e['op']['target']}: {e['error']}" for e in done if not e["ok"]]
+    journal.restore_errors = [f"{c.op.target}: {c.error}" for c in done if not c.ok]
     _set_state(path, journal, ROLLEDBACK)
 
 
-def _timer_alive(journal: dict[str, Any]) -> bool:
-    pid = journal.get("timer_pid")
-    if not isinstance(pid, int):
+def _timer_alive(journal: Journal) -> bool:
+    pid = journal.timer_pid
+    if pid is None:
         return False
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return b"rollback-timer" in cmdline and str(journal.get("token", "")).encode() in cmdline
+    return b"rollback-timer" in cmdline and journal.token.encode() in cmdline
 
 
-def _order(journal: dict[str, Any]) -> tuple[int, float]:
-    """Journals in the order they were made: by the sequence number each got under the lock (a stepped wall clock
-    cannot reorder them); journals from before the numbers came first, by their wall-clock time."""
-    seq = journal.get("seq")
-    created = journal.get("created")
-    return (seq if isinstance(seq, int) else 0, float(created) if isinstance(created, int | float) else 0.0)
-
-
-def _journals(directory: Path) -> list[tuple[Path, dict[str, Any]]]:
-    """Every journal here, oldest first."""
+def _journals(directory: Path) -> list[tuple[Path, Journal]]:
+    """Every journal here, oldest first (`Journal.order`)."""
     found = [(p, read(p)) for p in directory.glob("*.json")]
-    return sorted(((p, j) for p, j in found if j is not None), key=lambda pj: (*_order(pj[1]), pj[0].name))
+    return sorted(((p, j) for p, j in found if j is not None), key=lambda pj: (*pj[1].order, pj[0].name))
 
 
-def pending() -> list[dict[str, Any]]:
+def pending() -> list[PendingFix]:
     """The journals not resolved yet, read without the lock and without restoring anything (what `discover`
     reports and `check` names): each with whether its timer still runs and how far past its deadline it is."""
     directory = journal_dir(create=False)
     if not directory.is_dir():
         return []
-    found = []
-    for _, journal in _journals(directory):
-        if journal.get("state") not in UNRESOLVED:
-            continue
-        deadline = journal.get("deadline")
-        found.append({
-            "token": str(journal.get("token", "")), "kind": str(journal.get("kind", "")),
-            "state": str(journal["state"]), "created_utc": str(journal.get("created_utc") or ""),
-            "timer_alive": _timer_alive(journal),
-            "overdue_s": round(time.time() - deadline, 1) if isinstance(deadline, int | float) else None,
-        })  # fmt: skip
-    return found
+    return [
+        PendingFix(
+            journal.token,
+            journal.kind,
+            journal.state,
+            journal.created_utc or "",
+            _timer_alive(journal),
+            None if journal.deadline is None else round(time.time() - journal.deadline, 1),
+        )
+        for _, journal in _journals(directory)
+        if journal.unresolved
+    ]
 
 
 def _recover(directory: Path) -> None:
@@ -193,16 +205,16 @@ def _recover(directory: Path) -> None:
     died before the timer could be recorded), and prune the oldest resolved ones."""
     journals = _journals(directory)
     for path, journal in journals:
-        if journal["state"] in UNRESOLVED and not _timer_alive(journal):
+        if journal.unresolved and not _timer_alive(journal):
             _restore(path, journal)
-    resolved = [p for p, j in journals if j["state"] not in UNRESOLVED]
+    resolved = [p for p, j in journals if not j.unresolved]
     for path in resolved[: max(0, len(resolved) - KEEP)]:
         path.unlink(missing_ok=True)
 
 
-def _pause_for_test(path: Path, journal: dict[str, Any]) -> None:
+def _pause_for_test(path: Path, journal: Journal) -> None:
     """`agent apply --pause-after N` (tests only): say so in the journal and wait to be killed, the lock held."""
-    journal["paused"] = True
+    journal.paused = True
     write(path, journal)
     while True:
         time.sleep(3600)
@@ -213,6 +225,14 @@ def start_timer(token: str) -> int:
     return detach([sys.executable, "-m", "wirespeed", "agent", "rollback-timer", "--token", token])
 
 
+def _observed(op: Operation) -> JournalEntry:
+    """The entry of an operation before anything changes: the old value, or why it could not be read."""
+    try:
+        return JournalEntry(op, apply.observe(op), observed=True)
+    except (OSError, ValueError) as exc:
+        return JournalEntry(op, error=_why(exc))
+
+
 def apply_journaled(
     token: str,
     ops: list[Operation],
@@ -221,7 +241,7 @@ def apply_journaled(
     kind: str = "fix",
     reverts: str | None = None,
     pause_after: int | None = None,
-) -> dict[str, Any]:
+) -> ApplyReply:
     """Observe every old value, journal them (durably), start the timer, then change things; the timer restores
     from the journal unless `confirm` comes within `rollback_after` seconds of the last change. Nothing to change:
     no journal and no timer."""
@@ -237,65 +257,46 @@ def apply_journaled(
         _recover(directory)
         if path.exists():
             raise UsageError(f"{path}: this fix token was used before", hint="every `agent apply` needs a new one")
-        entries: list[dict[str, Any]] = []
-        for op in ops:
-            entry: dict[str, Any] = {
-                "op": op.to_json(),
-                "original": None,
-                "observed": False,
-                "ok": False,
-                "error": None,
-            }
-            try:
-                entry["original"] = apply.observe(op)
-                entry["observed"] = True
-            except (OSError, ValueError) as exc:
-                entry["error"] = getattr(exc, "strerror", None) or str(exc)
-            entries.append(entry)
-        changes = [e for e in entries if e["observed"] and e["original"] != e["op"]["value"]]
-        journal: dict[str, Any] = {
-            "format": FORMAT,
-            "token": token,
-            "kind": kind,
-            "reverts": reverts,
-            "seq": max((_order(j)[0] for _, j in _journals(directory)), default=0) + 1,
-            "created": time.time(),
-            "created_utc": _utc(),
-            "rollback_after": rollback_after,
-            "deadline": None,
-            "timer_pid": None,
-            "done": 0,
-            "entries": entries,
-            "state": APPLYING,
-            "history": [[APPLYING, _utc()]],
-        }
+        entries = [_observed(op) for op in ops]
+        journal = Journal(
+            token,
+            kind,
+            APPLYING,
+            reverts,
+            seq=max((j.order[0] for _, j in _journals(directory)), default=0) + 1,
+            created=time.time(),
+            created_utc=_utc(),
+            rollback_after=rollback_after,
+            entries=entries,
+            history=[(APPLYING, _utc())],
+        )
+        changes = bool(journal.changes())
         if changes:
             write(path, journal)  # the old values are safe on disk before anything changes
-            journal["timer_pid"] = start_timer(token)
+            journal.timer_pid = start_timer(token)
             write(path, journal)
         for index, entry in enumerate(entries):
-            if entry["observed"]:
-                op = operation_from_json(entry["op"])
+            if entry.observed:
                 try:
-                    if entry["original"] != op.value:
-                        apply.apply_one(op)
-                    entry["ok"] = True
+                    if entry.replaces:
+                        apply.apply_one(entry.op)
+                    journal.settle(index, None)
                 except (OSError, ValueError) as exc:
-                    entry["error"] = getattr(exc, "strerror", None) or str(exc)
-            journal["done"] = index + 1
+                    journal.settle(index, _why(exc))
+            journal.done = index + 1
             if changes:
                 write(path, journal)
                 if pause_after is not None and index + 1 >= pause_after:
                     _pause_for_test(path, journal)
         if changes:
-            journal["deadline"] = time.time() + rollback_after
+            journal.deadline = time.time() + rollback_after
             _set_state(path, journal, APPLIED)
-    return {
-        "applied": [{k: e[k] for k in ("op", "original", "ok", "error")} for e in entries],
-        "timer": journal["timer_pid"],
-        "journal": str(path) if changes else None,
-        "token": token if changes else None,
-    }
+    return ApplyReply(
+        tuple(e.change() for e in journal.entries),
+        journal.timer_pid,
+        str(path) if changes else None,
+        token if changes else None,
+    )
 
 
 def run_timer(token: str) -> bool:
@@ -307,13 +308,13 @@ def run_timer(token: str) -> bool:
     while True:
         with locked(directory):
             journal = read(path)
-            if journal is None or journal["state"] not in UNRESOLVED:
+            if journal is None or not journal.unresolved:
                 return False
-            if journal["state"] in (APPLYING, ROLLINGBACK):  # its apply died half way, or a restore did
+            if journal.state in (APPLYING, ROLLINGBACK):  # its apply died half way, or a restore did
                 _restore(path, journal)
                 return True
             if deadline is None:  # on this clock: the wall clock may be stepped while we wait
-                deadline = time.monotonic() + max(0.0, float(journal["deadline"]) - time.time())
+                deadline = time.monotonic() + max(0.0, float(journal.deadline or 0.0) - time.time())
             if time.monotonic() >= deadline:
                 _restore(path, journal)
                 return True
@@ -321,7 +322,7 @@ def run_timer(token: str) -> bool:
 
 
 @contextlib.contextmanager
-def _held(token: str) -> Iterator[tuple[Path, Path, dict[str, Any]]]:
+def _held(token: str) -> Iterator[tuple[Path, Path, Journal]]:
     """The journal of `token` (its directory, its path, its content), read under the node's lock, which the block
     keeps; one line when there is no such journal."""
     directory = journal_dir(create=False)
@@ -335,10 +336,10 @@ def _held(token: str) -> Iterator[tuple[Path, Path, dict[str, Any]]]:
         yield directory, path, journal
 
 
-def confirm(token: str) -> dict[str, Any]:
+def confirm(token: str) -> JournalSummary:
     """The controller still reaches this node: keep the changes (and mark the journal a revert undid)."""
     with _held(token) as (directory, path, journal):
-        state = journal["state"]
+        state = journal.state
         if state in (ROLLINGBACK, ROLLEDBACK) or (state == APPLYING and not _timer_alive(journal)):
             if state != ROLLEDBACK:
                 _restore(path, journal)
@@ -347,81 +348,65 @@ def confirm(token: str) -> dict[str, Any]:
             raise TooLate("too late: the apply did not finish; the rollback timer restores the previous values")
         if state == APPLIED:
             _set_state(path, journal, CONFIRMED)
-            undone = journal.get("reverts")
-            if journal["kind"] == "revert" and undone:
+            undone = journal.reverts
+            if journal.kind == "revert" and undone:
                 old_path = journal_path(undone, directory)
                 old = read(old_path)
-                if old is not None and old["state"] == CONFIRMED:
-                    old["reverted_by"] = token
+                if old is not None and old.state == CONFIRMED:
+                    old.reverted_by = token
                     _set_state(old_path, old, REVERTED)
-        return summary(journal)
+        return journal.summary()
 
 
-def rollback(token: str) -> dict[str, Any]:
+def rollback(token: str) -> JournalSummary:
     """Restore now (the controller gives up: another node failed); a confirmed journal is left alone."""
     with _held(token) as (_, path, journal):
-        if journal["state"] in (CONFIRMED, REVERTED):
+        if journal.state in (CONFIRMED, REVERTED):
             raise WirespeedError(f"{path}: already confirmed: `wirespeed fix --revert` undoes it")
-        if journal["state"] in UNRESOLVED:
+        if journal.unresolved:
             _restore(path, journal)
-        return summary(journal)
+        return journal.summary()
 
 
-def summary(journal: dict[str, Any]) -> dict[str, Any]:
-    """What the controller needs of a journal: who, when, in which state, and each entry as `agent apply` gave it."""
-    return {
-        "token": journal["token"],
-        "kind": journal["kind"],
-        "state": journal["state"],
-        "reverts": journal.get("reverts"),
-        "created_utc": journal.get("created_utc"),
-        "history": journal.get("history", []),
-        "restore_errors": journal.get("restore_errors", []),
-        "applied": [
-            {k: e[k] for k in ("op", "original", "ok", "error")} for e in journal.get("entries", []) if e["observed"]
-        ],
-    }
-
-
-def latest_effective(journals: list[dict[str, Any]]) -> dict[str, Any] | None:
+def latest_effective(journals: list[Journal]) -> Journal | None:
     """The fix `--revert` would undo here: the newest journal that changed anything (rolled-back ones did not),
     if it is a confirmed fix; None when it was itself a revert, or was reverted."""
     for journal in reversed(journals):
-        if journal["state"] == ROLLEDBACK:
+        if journal.state == ROLLEDBACK:
             continue
-        if journal["kind"] == "fix" and journal["state"] == CONFIRMED:
-            return dict(journal)
-        if journal["state"] in UNRESOLVED:  # a timer still deciding (past the query's patience): not yet known
+        if journal.kind == "fix" and journal.state == CONFIRMED:
+            return journal
+        if journal.unresolved:  # a timer still deciding (past the query's patience): not yet known
             continue
         return None
     return None
 
 
-def query(settle: bool = False) -> dict[str, Any]:
+def query(settle: bool = False) -> QueryReply:
     """This node's journals as the controller needs them: the state of each, and the latest fix that `--revert`
     would undo. Journals no timer watches any more are restored first; with `settle`, it also waits (bounded) for
     every live timer to decide."""
     directory = journal_dir(create=False)
     if not directory.is_dir():
-        return {"dir": str(directory), "states": {}, "latest": None, "pending": []}
+        return QueryReply(str(directory))
     limit: float | None = None
     while True:
         with locked(directory):
             _recover(directory)
             journals = _journals(directory)
-            waiting = [j for _, j in journals if j["state"] in UNRESOLVED]
+            waiting = [j for _, j in journals if j.unresolved]
             if not settle or not waiting:
                 break
             if limit is None:
-                left = max(float(j.get("deadline") or time.time()) - time.time() for j in waiting)
+                left = max(float(j.deadline or time.time()) - time.time() for j in waiting)
                 limit = time.monotonic() + min(max(left, 0.0) + SETTLE_GRACE_S, 600.0)
         if time.monotonic() > limit:
             break
         time.sleep(0.2)
     latest = latest_effective([j for _, j in journals])
-    return {
-        "dir": str(directory),
-        "states": {j["token"]: j["state"] for _, j in journals},
-        "latest": None if latest is None else summary(latest),
-        "pending": [j["token"] for _, j in journals if j["state"] in UNRESOLVED],
-    }
+    return QueryReply(
+        str(directory),
+        {j.token: j.state for _, j in journals},
+        None if latest is None else latest.summary(),
+        tuple(j.token for _, j in journals if j.unresolved),
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 from builders import P1H0, P1H1, Half, cluster, plan_address, run, spark
@@ -20,7 +21,7 @@ from wirespeed.core.fixplan import (
     sysctl_lines,
     undo_of,
 )
-from wirespeed.engine.apply import undo_ops
+from wirespeed.core.records.fixrecord import AppliedChange, NodeFixResult, undo_changes
 
 
 def results(data: CheckInput) -> list[CheckResult]:
@@ -103,6 +104,11 @@ def test_operations_round_trip_and_unsafe_ones_are_refused() -> None:
         operation_from_json({"kind": "file", "target": "/etc/passwd", "value": "x"})
     with pytest.raises(ValueError, match="only under"):
         operation_from_json({"kind": "unlink", "target": "/etc/sysctl.d/../shadow", "value": ""})
+
+
+def undo_ops(done: list[dict[str, Any]]) -> list[Operation]:
+    """What `fix --revert` restores of a node's applied changes: those that took and replaced something."""
+    return undo_changes(NodeFixResult("n", tuple(AppliedChange.from_json(e) for e in done)).changed())
 
 
 def test_undo_restores_originals_in_reverse_files_included() -> None:

@@ -7,15 +7,17 @@ silently empty table in a view.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wirespeed.core.fixplan import Operation, operation_from_json
+from wirespeed.core.fixplan import Operation, operation_from_json, undo_of
 from wirespeed.core.records.decode import Fields
 from wirespeed.core.records.results import SCHEMA_VERSION, check_version
 
 
-def _operation(f: Fields, key: str) -> Operation:
+def operation(f: Fields, key: str) -> Operation:
+    """The operation at `key`, checked as the agent checks one (`operation_from_json`)."""
     data = f.obj(key).data
     try:
         return operation_from_json(data)
@@ -39,13 +41,24 @@ class AppliedChange:
         """It took and replaced something other than its own value (what a revert restores)."""
         return self.ok and self.original != self.op.value
 
+    def undo(self) -> Operation:
+        """The operation that puts back what this change replaced."""
+        return undo_of(self.op.to_json(), self.original)
+
     def to_json(self) -> dict[str, Any]:
         return {"op": self.op.to_json(), "original": self.original, "ok": self.ok, "error": self.error}
 
     @staticmethod
     def from_json(data: Any, where: str = "applied") -> AppliedChange:
         f = Fields(data, where)
-        return AppliedChange(_operation(f, "op"), f.opt_text("original"), f.flag("ok"), f.opt_text("error"))
+        return AppliedChange(operation(f, "op"), f.opt_text("original"), f.flag("ok"), f.opt_text("error"))
+
+
+def undo_changes(changes: Sequence[AppliedChange]) -> list[Operation]:
+    """The operations that put back what the changes replaced, last change first; a change that found its own value
+    already there (it changed nothing) has none. `fix --revert` undoes a record's or a journal's changes with it,
+    and the node's rollback timer its journal's."""
+    return [c.undo() for c in reversed(changes) if c.original != c.op.value]
 
 
 @dataclass(frozen=True)
@@ -114,7 +127,7 @@ class FixRecord:
         check_version(f)
         plan, notes = f.obj("plan") if "plan" in f else None, f.opt_obj("notes")
         ops = {
-            node: tuple(_operation(Fields({"op": op}, f"{where}: plan: {node}"), "op") for op in _list(raw, node))
+            node: tuple(operation(Fields({"op": op}, f"{where}: plan: {node}"), "op") for op in _list(raw, node))
             for node, raw in (plan.data.items() if plan is not None else ())
         }
         return FixRecord(

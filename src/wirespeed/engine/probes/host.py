@@ -8,8 +8,9 @@ import os
 from dataclasses import dataclass
 
 from wirespeed.adapters.source import NOT_INSTALLED, NodeSource, Output, run_command
-from wirespeed.core.fabric.facts import NEEDS_ROOT, PendingFix, Unknown
+from wirespeed.core.fabric.facts import NEEDS_ROOT, PendingFix, Unknown, to_jsonable
 from wirespeed.core.parsers import jobconf, kernel_log, pcie_log
+from wirespeed.core.records.typed import read_value
 from wirespeed.engine import fixjournal
 from wirespeed.engine.probes.common import command, command_unknown, listdir, parsed, read, text
 
@@ -205,7 +206,7 @@ def job_files(source: NodeSource, environment: dict[str, str]) -> JobFiles:
 
 def _fix_journals() -> Output:
     try:
-        return Output(0, json.dumps(fixjournal.pending()) + "\n")
+        return Output(0, json.dumps([to_jsonable(journal) for journal in fixjournal.pending()]) + "\n")
     except OSError:  # not root (the directory is 0700), or unreadable
         return Output(1, "")
 
@@ -219,16 +220,7 @@ def pending_fixes(source: NodeSource, privileged: bool | None) -> tuple[PendingF
         return Unknown(f"fix journals ({fixjournal.JOURNAL_DIR}) not read" if found.returncode is not None else
                        "fix_journals was not recorded in this snapshot")  # fmt: skip
     try:
-        return tuple(
-            PendingFix(
-                token=item["token"],
-                kind=item["kind"],
-                state=item["state"],
-                created_utc=item["created_utc"],
-                timer_alive=item["timer_alive"],
-                overdue_s=item["overdue_s"],
-            )
-            for item in json.loads(found.stdout)
-        )
-    except (ValueError, TypeError, KeyError) as exc:
+        pending: tuple[PendingFix, ...] = read_value(json.loads(found.stdout), tuple[PendingFix, ...], "fix_journals")
+    except ValueError as exc:
         return Unknown(f"fix_journals: unreadable ({exc})")
+    return pending
