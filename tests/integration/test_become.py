@@ -106,9 +106,9 @@ def test_the_password_typed_once_into_a_terminal_and_never_seen_again(
 
 @pytest.mark.skipif(not NEEDS, reason="needs sudo (apt install sudo)")
 def test_nopasswd_sudo_needs_no_prompt() -> None:
-    with running_testbed("wbn-", nodes=2, topology="direct", cables=1, user="spark", sudo="nopasswd") as (state, _):
-        assert shell(state, "wbn-1", "wirespeed", "init", "--yes").returncode == 0
-        done = shell(state, "wbn-1", "wirespeed", "check", "--become", "--only", "power.slot,firewall,link.halves")
+    with running_testbed("wbp-", nodes=2, topology="direct", cables=1, user="spark", sudo="nopasswd") as (state, _):
+        assert shell(state, "wbp-1", "wirespeed", "init", "--yes").returncode == 0
+        done = shell(state, "wbp-1", "wirespeed", "check", "--become", "--only", "power.slot,firewall,link.halves")
         said = done.stdout + done.stderr
         assert "needs root" not in said and "password" not in said, said
         assert "link.halves" in said and "Traceback" not in said

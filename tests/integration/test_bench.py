@@ -14,9 +14,9 @@ import pytest
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
 from wirespeed.engine.remote import Remote
-from wirespeed.testbed import build
+from wirespeed.testbed import build, system
 
-from .helpers import running_testbed
+from .helpers import processes_in, running_testbed
 
 pytestmark = pytest.mark.root
 
@@ -34,9 +34,10 @@ def bench(remote: Remote, runs: Path, *argv: str) -> tuple[int, dict[str, object
 
 
 def iperf3_left() -> list[str]:
-    found = subprocess.run(["pgrep", "-af", "iperf3|sockperf|agent sample"], capture_output=True, text=True,
-                           check=False)  # fmt: skip
-    return [line for line in found.stdout.splitlines() if "pgrep" not in line]
+    """The tools and samplers still running on a node of this file's testbeds (another test's run elsewhere on the
+    machine is not ours)."""
+    ours = [ns for ns in system.netns_list() if ns.startswith(("wbn-", "wbc-", "wbk-"))]
+    return [line for ns in ours for line in processes_in(ns, "iperf3|sockperf|agent sample")]
 
 
 def test_tcp_halves_reach_the_wire_and_one_half_is_half_port(bed: Remote, tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ from wirespeed.testbed.plan import (
     make_plan,
     validate_prefix,
 )
-from wirespeed.testbed.state import TestbedState, all_states, load_state, testbed_dir
+from wirespeed.testbed.state import TestbedState, all_states, claiming, load_state, testbed_dir
 
 Progress = Callable[[str], None]
 HOST_ACCOUNT_FILES = ("passwd", "shadow", "group", "gshadow")  # in /etc; the node has copies of its own (--user)
@@ -605,9 +605,10 @@ def up(
     if existing or any(ns in system.netns_list() for ns in requested.namespaces):
         progress(f"removing the earlier testbed {prefix!r} first")
         down(prefix)
-    plan = plan_for(pick_mgmt_index(prefix))
-    state = TestbedState(plan=plan, phase="building")
-    state.save()  # before touching the system, so `down` can always find what was made
+    with claiming():  # another `up` picks its subnet after this one's is recorded
+        plan = plan_for(pick_mgmt_index(prefix))
+        state = TestbedState(plan=plan, phase="building")
+        state.save()  # before touching the system, so `down` can always find what was made
     builder = _Builder(plan, sshd, progress)
     progress(f"namespaces: {', '.join(plan.namespaces)}")
     builder.namespaces()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,20 @@ def testbeds_root() -> Path:
 
 def testbed_dir(prefix: str) -> Path:
     return testbeds_root() / (prefix.rstrip("-") or "testbed")
+
+
+@contextlib.contextmanager
+def claiming() -> Iterator[None]:
+    """Held while a testbed picks what must be its own (its management subnet) and records it: two `testbed up`
+    at once never take the same one. The kernel drops the lock however its holder ends."""
+    root = testbeds_root()
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root / ".claim.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 @dataclass
