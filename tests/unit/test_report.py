@@ -16,7 +16,7 @@ import pytest
 
 from wirespeed.cli.main import main
 from wirespeed.cli.output import Environment
-from wirespeed.core.fabric.meter import Cable, NodeLayout
+from wirespeed.core.fabric.meter import Cable, NodeLayout, NodeSample, read_sample
 from wirespeed.core.fabric.timeline import build_timeline
 from wirespeed.core.imports import imported as imported_module
 from wirespeed.core.imports.importer import import_text
@@ -69,11 +69,16 @@ def sample(t: float, tx_bytes: int, rx_bytes: int, busy: int, node: str = "n1") 
 # ------------------------------------------------------------------------------------------------- timeline
 
 
+def read(lines: list[Any]) -> list[NodeSample | None]:
+    """Sample lines as a run's samples.jsonl gives them to the timeline (`runs.load_samples`)."""
+    return [read_sample(line) for line in lines]
+
+
 def test_the_timeline_turns_byte_counters_into_gbps_per_cable_on_one_clock() -> None:
     # 125 000 000 bytes a second on each half is 1 Gb/s each: the cable carries 2 Gb/s per direction
     first = [sample(0, 0, 0, 0), sample(1, 125_000_000, 62_500_000, 50), sample(2, 250_000_000, 125_000_000, 150)]
     second = [sample(10, 0, 0, 150), sample(11, 0, 125_000_000, 150)]
-    timeline = build_timeline([LAYOUT], [("tcp-single", first), ("tcp-halves", second)])
+    timeline = build_timeline([LAYOUT], [("tcp-single", read(first)), ("tcp-halves", read(second))])
     [cable] = timeline.cables
     assert (cable.node, cable.cable, cable.line_rate_gbps) == ("n1", "port 0", 2.0)
     assert [(p.t_s, p.tx_gbps, p.rx_gbps) for p in cable.points] == [
@@ -93,14 +98,14 @@ def test_the_timeline_turns_byte_counters_into_gbps_per_cable_on_one_clock() -> 
 
 def test_a_cut_last_line_is_counted_and_the_rest_plotted() -> None:
     lines: list[Any] = [sample(0, 0, 0, 0), sample(1, 125_000_000, 0, 0), None, {"node": "n1"}]
-    timeline = build_timeline([LAYOUT], [("tcp-single", lines)])
+    timeline = build_timeline([LAYOUT], [("tcp-single", read(lines))])
     assert timeline.unreadable_lines == 2
     assert len(timeline.cables[0].points) == 1
 
 
 def test_a_long_run_is_thinned_to_the_point_limit_keeping_the_last_point() -> None:
     lines = [sample(t, t * 125_000_000, 0, 0) for t in range(50)]
-    timeline = build_timeline([LAYOUT], [("tcp-single", lines)], max_points=10)
+    timeline = build_timeline([LAYOUT], [("tcp-single", read(lines))], max_points=10)
     points = timeline.cables[0].points
     assert len(points) <= 11 and points[-1].t_s == 49.0
 

@@ -23,6 +23,7 @@ from wirespeed.core.errors import UsageError
 from wirespeed.core.fabric.cabling import cabling_from_json
 from wirespeed.core.fabric.discovery import Discovery
 from wirespeed.core.fabric.facts import NodeFacts, facts_from_json
+from wirespeed.core.fabric.meter import NodeSample, read_sample
 from wirespeed.core.imports.record import ImportObject
 from wirespeed.core.records.decode import Damaged
 from wirespeed.core.records.fixrecord import FixRecord, RevertRecord
@@ -353,23 +354,23 @@ def load_discovery(run: Path, problems: list[str]) -> Discovery | None:
     return found
 
 
-def load_samples(path: Path, problems: list[str], run: Path) -> list[Any]:
-    """A rung's samples, each line as JSON; a half-written last line (the run was killed) is counted by the
-    timeline, not fatal, and so is a line nested past the limit."""
+def load_samples(path: Path, problems: list[str], run: Path) -> list[NodeSample | None]:
+    """A rung's samples, typed; a line that is no sample (a half-written last line: the run was killed; a line
+    nested past the limit) is None, which the timeline counts, not fatal."""
     try:
         text = read_text(path, run)
     except Unreadable as exc:
         problems.append(str(exc))
         return []
-    lines: list[Any] = []
+    samples: list[NodeSample | None] = []
     for line in text.splitlines():
         if not line.strip():
             continue
         try:
-            lines.append(loads_json(line, expect=None))
+            samples.append(read_sample(loads_json(line, expect=None)))
         except ValueError:
-            lines.append(None)  # build_timeline counts it as unreadable
-    return lines
+            samples.append(None)
+    return samples
 
 
 def _discovery_record(data: Any, where: str) -> Discovery:

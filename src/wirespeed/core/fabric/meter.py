@@ -322,6 +322,17 @@ def sample_from_json(data: Mapping[str, Any], line: str | None = None) -> NodeSa
         raise TypeError(f"not a sample: {shape}") from None
 
 
+def read_sample(data: Any) -> NodeSample | None:
+    """A line of a run's samples.jsonl, decoded: its sample, or None where it is not one (a run killed mid-write
+    leaves half a line), which the timeline counts."""
+    if data is None:
+        return None
+    try:
+        return sample_from_json(data)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def _counters(raw: Any) -> Mapping[str, int]:
     """A line's counters as ints (a number that is not one raises): the decoded object itself when every value is
     an int already, as the agent writes them (checked by type in C; converting each was a tenth of the

@@ -1,5 +1,5 @@
 """A run's counter samples replayed into time series: throughput per cable (TX and RX) and CPU per node, with
-where each rung started and ended, on one clock. Pure: it takes the JSON lines `bench` recorded in
+where each rung started and ended, on one clock. Pure: it takes the samples `bench` recorded in
 `<rung>.samples.jsonl` and the node layouts from the run's discovery, and goes through the same `Meter` that
 `watch` and the rungs use, so a plot shows exactly the figures the rungs were judged on.
 """
@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from wirespeed.core.fabric.meter import Meter, NodeLayout, sample_from_json
+from wirespeed.core.fabric.meter import Meter, NodeLayout, NodeSample
 
 MAX_POINTS = 600  # per series: enough for a plot a page wide, a long run's report stays small
 
@@ -70,11 +70,12 @@ def _thin(points: list[Any], limit: int) -> tuple[Any, ...]:
 
 def build_timeline(
     layouts: Sequence[NodeLayout],
-    rungs: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
+    rungs: Sequence[tuple[str, Sequence[NodeSample | None]]],
     max_points: int = MAX_POINTS,
 ) -> Timeline:
-    """`rungs`: each rung's name and its sample lines, in run order. Times are the nodes' wall clocks (each sample
-    carries one) relative to the first sample of the run; each rung gets a fresh meter, as it had while it ran."""
+    """`rungs`: each rung's name and its samples (None: a line that was none, `meter.read_sample`), in run order.
+    Times are the nodes' wall clocks (each sample carries one) relative to the first sample of the run; each rung
+    gets a fresh meter, as it had while it ran."""
     cable_points: dict[tuple[str, str], list[tuple[float, float | None, float | None]]] = {}
     line_rates: dict[tuple[str, str], float | None] = {
         (layout.node, cable.label): cable.line_rate_gbps for layout in layouts for cable in layout.cables
@@ -87,10 +88,8 @@ def build_timeline(
         meter = Meter(layouts)
         first: float | None = None
         last: float | None = None
-        for line in lines:
-            try:
-                sample = sample_from_json(line)
-            except (KeyError, TypeError, ValueError, AttributeError):
+        for sample in lines:
+            if sample is None:
                 unreadable += 1
                 continue
             clock = sample.wall if sample.wall is not None else sample.t
