@@ -51,8 +51,7 @@ from wirespeed.core.records.journal import (
 from wirespeed.engine import checks as checking
 from wirespeed.engine import discover, init
 from wirespeed.engine.remote import Remote
-
-MAX_RECORD_BYTES = 16 * 2**20  # a fix record is kilobytes
+from wirespeed.engine.runs import load_revert_record
 
 
 def default_record() -> Path:
@@ -387,7 +386,7 @@ def write_record(path: Path, outcomes: list[NodeOutcome], *, confirmed: bool = T
     nodes = {o.node: tuple(o.changed()) for o in outcomes if not o.rolled_back and not o.error}
     journals = {o.node: o.token for o in outcomes if o.token}
     try:
-        earlier = _load(path) if path.exists() else None
+        earlier = load_revert_record(path) if path.exists() else None
     except WirespeedError:
         earlier = None  # not a record (any more): replaced, as before journals
     if not any(nodes.values()):
@@ -415,19 +414,6 @@ def _save(path: Path, record: RevertRecord | None) -> None:
     # Written new beside it, fsynced and renamed over it: a link planted at the record (or at a temporary's name)
     # is never written through, and a full disk is one line saying the earlier record is kept.
     files.write_atomic(files.ensure_dir(path.parent) / path.name, json.dumps(record.to_json(), indent=2) + "\n")
-
-
-def _load(path: Path) -> RevertRecord:
-    try:
-        data: dict[str, Any] = files.load_json(path, MAX_RECORD_BYTES, expect=dict)
-    except files.Unreadable as exc:
-        if str(exc) == "no such file":
-            raise WirespeedError(f"{path}: no fix to revert", hint="`wirespeed fix --yes` writes it") from None
-        raise WirespeedError(f"{path}: unreadable fix record: {exc}") from None
-    try:
-        return RevertRecord.from_json(data, str(path))
-    except ValueError as exc:
-        raise WirespeedError(f"unreadable fix record: {exc}") from None
 
 
 def _from_record(
@@ -465,7 +451,7 @@ def plan_revert(remote: Remote, record_path: Path, say: Say) -> FixPlan:
     fix was rolled back or reverted); a node the record does not cover was not changed by that fix and stays as
     it is (an earlier fix on it too); with no record, from each node's own latest confirmed journal. Every node is
     asked, after its pending rollback timers decided; a node that cannot be asked is said, and the record used."""
-    record = _load(record_path) if record_path.exists() else None
+    record = load_revert_record(record_path) if record_path.exists() else None
     where = str(record_path)
     nodes = list(remote.cluster.nodes)
     for name in record.nodes if record is not None else ():

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from wirespeed.adapters import files
 from wirespeed.core.checks.model import ChecksRecord
-from wirespeed.core.errors import UsageError
+from wirespeed.core.errors import UsageError, WirespeedError
 from wirespeed.core.fabric.cabling import cabling_from_json
 from wirespeed.core.fabric.discovery import Discovery
 from wirespeed.core.fabric.facts import NodeFacts, facts_from_json
@@ -371,6 +371,21 @@ def load_samples(path: Path, problems: list[str], run: Path) -> list[NodeSample 
         except ValueError:
             samples.append(None)
     return samples
+
+
+def load_revert_record(path: Path) -> RevertRecord:
+    """What `fix --revert` restores: `--record` (a commission's fix-record.json, or last-fix.json in the state
+    directory), typed; one line naming the file when there is none or it is not one."""
+    try:
+        data = files.load_json(path, MAX_RECORD_BYTES, expect=dict)
+    except files.Unreadable as exc:
+        if str(exc) == "no such file":
+            raise WirespeedError(f"{path}: no fix to revert", hint="`wirespeed fix --yes` writes it") from None
+        raise WirespeedError(f"{path}: unreadable fix record: {exc}") from None
+    try:
+        return RevertRecord.from_json(data, str(path))
+    except ValueError as exc:
+        raise WirespeedError(f"unreadable fix record: {exc}") from None
 
 
 def _discovery_record(data: Any, where: str) -> Discovery:
