@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 
 # Runs argv ($@) so that it dies when our stdin closes, or when the controller has not been heard for $1 seconds:
@@ -353,7 +354,7 @@ def drain(proc: subprocess.Popen[bytes], input_bytes: bytes | None, timeout_s: f
 
 
 def spawn(
-    argv: Sequence[str], env: Mapping[str, str] | None = None, *, alongside: bool = False
+    argv: Sequence[str], env: Mapping[str, str] | None = None, *, alongside: bool = False, cwd: Path | None = None
 ) -> subprocess.Popen[str]:
     """Start a long-running process in its own group, stdin a pipe we own (see `watchdog_argv`). `alongside`: a
     command run beside a view (`watch --run`): no stdin, its stderr joined to its stdout (one pipe to read, which
@@ -368,6 +369,7 @@ def spawn(
         bufsize=1,
         start_new_session=True,
         env=dict(env) if env is not None else None,
+        cwd=cwd,
     )
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import errno
 import fcntl
 import glob
 import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from wirespeed.adapters import process
 from wirespeed.core import toolchain as tc
 from wirespeed.core.parsers import fatbin
 
@@ -38,12 +39,12 @@ def root() -> Path:
 
 
 def _run(argv: Sequence[str], timeout_s: float = 60.0, env: dict[str, str] | None = None) -> tuple[int, str]:
-    try:
-        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s, env=env, check=False)
-    except FileNotFoundError:
-        return 127, f"{argv[0]}: not installed"
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return 127, str(exc)
+    done = process.run_process(argv, timeout_s=timeout_s, env=env)
+    if done.spawn_error is not None:
+        missing = done.spawn_error == os.strerror(errno.ENOENT)
+        return 127, f"{argv[0]}: not installed" if missing else done.spawn_error
+    if done.timed_out or done.returncode is None:
+        return 127, f"{argv[0]}: stopped after {timeout_s:g} s"
     return done.returncode, done.stdout + done.stderr
 
 
@@ -326,22 +327,20 @@ def _make(step: str, tree: Path, args: Sequence[str]) -> None:
 
     ticker = threading.Thread(target=tick, daemon=True)
     with open(log_path, "w") as log:
-        process = subprocess.Popen(["make", *args], cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   text=True, start_new_session=True)  # fmt: skip
+        making = process.spawn(["make", *args], alongside=True, cwd=tree)
         ticker.start()
         try:
-            assert process.stdout is not None
-            for line in process.stdout:
+            assert making.stdout is not None
+            for line in making.stdout:
                 log.write(line)
                 if line.startswith("Compiling"):
                     count += 1
                     last = line.split()[1] if len(line.split()) > 1 else last
-            code = process.wait()
+            code = making.wait()
         finally:
             done.set()
-            if process.poll() is None:
-                with contextlib.suppress(OSError):
-                    os.killpg(process.pid, 15)
+            if making.poll() is None:  # stopped (Ctrl-C, a signal): make and its compilers with it
+                process.kill_group(making)
     if code != 0:
         raise BuildError(f"make failed (exit {code}) after {count} files; log: {log_path}")
 
