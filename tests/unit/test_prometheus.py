@@ -190,6 +190,29 @@ def test_bench_families_keep_gbps_and_gbytes_apart(tmp_path: Path) -> None:
                                                                          "ceiling": "wire"}  # fmt: skip
 
 
+def test_bench_families_carry_each_matrix_cell_with_what_it_should_have_carried(tmp_path: Path) -> None:
+    from wirespeed.core.records.matrix import MatrixCell, MatrixResult
+
+    cells = (
+        MatrixCell("a", "b", 1, 1.9, 2.0),
+        MatrixCell("b", "a", 1, None, 2.0, error="b -> a: refused"),
+        MatrixCell("a", "c", 2, 0.9, 1.0, hops=2, relays=("b",)),
+    )
+    matrix = MatrixResult("tcp", RungStatus.FAILED, ("a", "b", "c"), ((("a", "b"),), (("a", "c"),)), cells)
+    found = by_name(bench_families([], run="r", nodes=["a", "b", "c"], finished_s=1.0, matrices=[matrix]))
+    assert dict(found["wirespeed_bench_matrix_throughput_bits_per_second"].samples) == {
+        ("tcp", "a", "b"): 1.9e9, ("tcp", "a", "c"): 0.9e9,
+    }  # fmt: skip  # the failed cell has no figure, never a zero
+    assert dict(found["wirespeed_bench_matrix_expected_bits_per_second"].samples) == {
+        ("tcp", "a", "b"): 2.0e9, ("tcp", "b", "a"): 2.0e9, ("tcp", "a", "c"): 1.0e9,
+    }  # fmt: skip
+    assert dict(found["wirespeed_bench_matrix_hops"].samples)[("tcp", "a", "c")] == 2.0
+    path = prometheus.write_families(tmp_path, prometheus.BENCH_TEXTFILE_NAME, list(found.values()))
+    parsed = {f.name: f for f in text_string_to_metric_families(path.read_text())}
+    [sample, _] = parsed["wirespeed_bench_matrix_throughput_bits_per_second"].samples
+    assert sample.labels == {"layer": "tcp", "source": "a", "target": "b"} and sample.value == 1.9e9
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [("127.0.0.1:9810", ("127.0.0.1", 9810)), ("[::1]:0", ("::1", 0)), ("0.0.0.0:9100", ("0.0.0.0", 9100))],

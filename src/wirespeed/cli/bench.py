@@ -185,8 +185,9 @@ def _show(out: Output, run: Run, path: Path) -> None:
 @wait_option
 @runs_option
 @click.option("--textfile", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Also write each rung's figures and ceiling to DIR/wirespeed_bench.prom (the node exporter's "
-              "textfile format), replacing the last bench's.")  # fmt: skip
+              help="Also write each rung's figures and ceiling (and each `bench matrix` cell) to "
+              "DIR/wirespeed_bench.prom (the node exporter's textfile format), replacing the last "
+              "bench's.")  # fmt: skip
 @json_option
 @pass_ctx
 def bench_cmd(
@@ -237,13 +238,14 @@ def bench_cmd(
 
 
 def write_bench_textfile(out: Output, run: Run, directory: Path) -> None:
-    """The run's rungs as DIR/wirespeed_bench.prom: a cron bench plots beside `watch --serve`'s metrics."""
+    """The run's rungs and matrix cells as DIR/wirespeed_bench.prom: a cron bench plots beside `watch --serve`'s
+    metrics."""
     import time
 
     from wirespeed.adapters.prometheus import BENCH_TEXTFILE_NAME, write_families
     from wirespeed.core.metrics import bench_families
 
-    families = bench_families(run.rungs, run=run.name, nodes=run.nodes, finished_s=time.time())
+    families = bench_families(run.rungs, run=run.name, nodes=run.nodes, finished_s=time.time(), matrices=run.matrices)
     path = write_families(directory, BENCH_TEXTFILE_NAME, families)
     out.message(f"wirespeed: Prometheus textfile {path}")
 

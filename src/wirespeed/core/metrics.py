@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from wirespeed.core.errors import UsageError
 from wirespeed.core.fabric.counters import is_congestion
 from wirespeed.core.fabric.meter import NodeLayout, NodeSample, NodeView
+from wirespeed.core.records.matrix import MatrixResult
 from wirespeed.core.records.results import Direction, RungResult
 
 PREFIX = "wirespeed_"
@@ -203,9 +204,17 @@ class WatchMetrics:
         ]  # fmt: skip
 
 
-def bench_families(rungs: Sequence[RungResult], *, run: str, nodes: Sequence[str], finished_s: float) -> list[Family]:
+def bench_families(
+    rungs: Sequence[RungResult],
+    *,
+    run: str,
+    nodes: Sequence[str],
+    finished_s: float,
+    matrices: Sequence[MatrixResult] = (),
+) -> list[Family]:
     """A bench run's figures for a textfile: per rung what the tools measured, the wire's peak, latency, busbw, the
-    ceiling (an info gauge), and when the run ended (a cron bench then plots as history beside the live metrics)."""
+    ceiling (an info gauge); per matrix cell (`bench matrix`) what one node sent another and what it should have;
+    and when the run ended (a cron bench then plots as history beside the live metrics)."""
     throughput: list[tuple[tuple[str, ...], float]] = []
     busbw: list[tuple[tuple[str, ...], float]] = []
     latency: list[tuple[tuple[str, ...], float]] = []
@@ -232,6 +241,8 @@ def bench_families(rungs: Sequence[RungResult], *, run: str, nodes: Sequence[str
         if r.ceiling is not None:
             ceilings.append(((r.rung, phase, r.ceiling.name), 1.0))
     rung_labels = ("rung", "phase", "direction")
+    cell_labels = ("layer", "source", "target")
+    cells = [(m.layer, c) for m in matrices for c in m.cells]
     return [
         _family("bench_throughput_bits_per_second", "gauge",
                 "What the receivers counted, all flows added (Gb/s x 10^9): direction forward, reverse (both only "
@@ -247,6 +258,16 @@ def bench_families(rungs: Sequence[RungResult], *, run: str, nodes: Sequence[str
                 ("rung", "phase", "ceiling"), ceilings),
         _family("bench_rung_info", "gauge", "How the rung ended: ran, skipped, failed, interrupted.",
                 ("rung", "phase", "status"), status),
+        _family("bench_matrix_throughput_bits_per_second", "gauge",
+                "What the target counted from the source, every half they share at once (Gb/s x 10^9); a cell "
+                "whose flows failed has none.", cell_labels,
+                [((layer, c.source, c.target), c.tool_gbps * GIGA) for layer, c in cells if c.tool_gbps is not None]),
+        _family("bench_matrix_expected_bits_per_second", "gauge",
+                "What the cell should carry: its halves' limits added, a shared cable half's fair share.", cell_labels,
+                [((layer, c.source, c.target), c.expected_gbps * GIGA) for layer, c in cells
+                 if c.expected_gbps is not None]),
+        _family("bench_matrix_hops", "gauge", "Cables a cell's traffic crossed: 1 between neighbours, more through "
+                "a ring's relays.", cell_labels, [((layer, c.source, c.target), float(c.hops)) for layer, c in cells]),
         _family("bench_run_info", "gauge", "The run these figures come from, and its nodes.", ("run", "nodes"),
                 [((run, ",".join(nodes)), 1.0)]),
         _family("bench_timestamp_seconds", "gauge", "When the run's figures were written (Unix time).", (),
