@@ -81,8 +81,10 @@ def test_watch_json_sees_the_shaped_half_at_its_rate(bed: Remote, tmp_path: Path
     assert 0.8 < sender[label]["peak"]["tx_gbps"] < 1.05
     assert any("RDMA traffic is not in them" in w for w in data["nodes"]["wwt-1"]["warnings"])
     assert measured and 0.8 < measured[0] < 1.05
+    # Every sample the watch read is in the record, both nodes' (how many fit in 3 s depends on how fast the agents
+    # start on a busy machine: 12 on an idle one, 8 with another test file running beside it).
     lines = record.read_text().splitlines()
-    assert len(lines) >= 10 and {json.loads(line)["node"] for line in lines} == {"wwt-1", "wwt-2"}
+    assert len(lines) == data["samples"] and {json.loads(line)["node"] for line in lines} == {"wwt-1", "wwt-2"}
     assert samplers_running() == []
 
 
