@@ -13,6 +13,13 @@ from wirespeed.adapters import toolchain_node
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 
 
+@pytest.fixture(autouse=True)
+def no_outer_make(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on a node: no make above this one (under `make test`, MAKELEVEL makes a make say where it enters)."""
+    for name in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def test_a_command_gives_its_status_and_its_output() -> None:
     assert toolchain_node._run(["sh", "-c", "echo out; echo err >&2; exit 3"]) == (3, "out\nerr\n")
 
