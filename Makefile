@@ -48,10 +48,12 @@ typecheck: venv
 unit: venv
 	$(BIN)/pytest tests/unit -q
 
-# Two workers, each taking whole test files: a file's testbeds are its own (distinct prefixes, distinct
-# management subnets), and most of an integration test's time is spent waiting on the emulated wire.
+# The unit tests on two workers; the integration tests one at a time: test_setup removes a package from this
+# machine while it runs, and a lost management link is told apart from a stopped server only when nothing else
+# loads the machine (docs/PERFORMANCE.md, "Two workers").
 test: install lint typecheck
-	$(BIN)/pytest -q -n 2 --dist loadfile
+	$(BIN)/pytest -q -n 2 --dist loadfile tests/unit
+	$(BIN)/pytest -q tests/integration
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache src/*.egg-info
