@@ -5,7 +5,7 @@ tells them apart by fixed line shapes in the order ibv_devinfo, show_gids, rdma 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from wirespeed.core.imports.kind import FIXED_LINES, ImportKind, Table, num
 from wirespeed.core.parsers import rdma_tools
@@ -212,30 +212,15 @@ SHOW_GIDS = ImportKind(
 
 
 @dataclass(frozen=True)
-class RdmaLinkPort(JsonRecord):
-    rdma_device: str
-    port: int | None
-    state: str | None
-    physical_state: str | None
-    netdev: str | None
-    netdev_index: int | None
-    subnet_prefix: str | None
-    lid: int | None
-    sm_lid: int | None
-    lmc: int | None
-    caps: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class RdmaLink(JsonRecord):
     source_format: str | None
-    links: tuple[RdmaLinkPort, ...]
+    links: tuple[rdma_tools.RdmaLink, ...]  # the parser's own record
 
 
 def _read_rdma_link(text: str) -> RdmaLink:
     links = rdma_tools.parse_rdma_link(text)
     source = "json" if rdma_tools.looks_like_json(text) else "text"
-    return RdmaLink(source, tuple(RdmaLinkPort(**{**asdict(link), "caps": tuple(link.caps)}) for link in links))
+    return RdmaLink(source, tuple(replace(link, caps=tuple(link.caps)) for link in links))
 
 
 def _rdma_link_rows(obj: RdmaLink) -> Table:

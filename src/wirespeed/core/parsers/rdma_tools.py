@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from wirespeed.core.records.typed import JsonRecord
+
 # --------------------------------------------------------------------------------------------------- ibdev2netdev
 
 
@@ -408,7 +410,7 @@ def parse_show_gids(text: str) -> tuple[tuple[GidEntry, ...], int | None]:
 
 
 @dataclass(frozen=True)
-class RdmaLink:
+class RdmaLink(JsonRecord):
     """One `rdma link` entry. `port` is None for `DEV/-`; `subnet_prefix`, `lid`, `sm_lid`, `lmc` come on
     InfiniBand ports; `netdev` on RoCE and iWARP ports; `netdev_index` and `caps` with `-d`."""
 
